@@ -1,0 +1,49 @@
+"""Conformance cases, one module per spec section (`s2_6_8_synchronous_get` holds the 2.6.8 cases).
+
+Importing this package registers every case in `REGISTRY` (id -> CaseSpec). Case ids are
+`<section>/<n>`, e.g. `2.6.8/1`; `select()` resolves ids, section prefixes and requirement ids.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from .. import catalogue
+from ..errors import UnknownCaseError
+from .base import REGISTRY, CaseSpec, case  # noqa: F401
+
+_loaded = False
+
+
+def load_all() -> dict[str, CaseSpec]:
+    """Import every section module (idempotent) and return the registry ordered by section and number."""
+    global _loaded
+    if not _loaded:
+        for info in pkgutil.iter_modules(__path__):
+            if info.name.startswith("s") and info.name[1:2].isdigit():
+                importlib.import_module(f"{__name__}.{info.name}")
+        _loaded = True
+    return dict(sorted(REGISTRY.items(), key=lambda kv: case_sort_key(kv[0])))
+
+
+def case_sort_key(case_id: str) -> tuple:
+    section, number = case_id.split("/")
+    return catalogue.section_key(section) + (int(number),)
+
+
+def select(selectors: list[str] | None) -> list[CaseSpec]:
+    """Cases named by ids (`2.6.8/1`), sections (`2.6.8`), or requirement ids; all when none given."""
+    cases = load_all()
+    if not selectors:
+        return list(cases.values())
+    chosen: dict[str, CaseSpec] = {}
+    for sel in selectors:
+        matched = [c for cid, c in cases.items()
+                   if cid == sel or c.section == sel or c.section.startswith(sel + ".") or sel in c.requirements]
+        if not matched:
+            raise UnknownCaseError(
+                f"unknown case, section or requirement {sel!r}; run `amqp-conformance list` to see the ids")
+        for c in matched:
+            chosen[c.id] = c
+    return sorted(chosen.values(), key=lambda c: case_sort_key(c.id))

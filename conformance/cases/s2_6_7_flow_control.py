@@ -1,0 +1,252 @@
+"""2.6.7 Flow Control — link-credit, delivery-count, available and drain (Figures 2.40–2.42).
+
+Receiver-side cases: the peer receives from a queue (the broker is the link's sender).
+Sender-side cases: the peer publishes to a queue (the broker is the link's receiver).
+Delivery-counts are compared with RFC 1982 arithmetic only: brokers start them anywhere, RabbitMQ 4 near 2^32.
+"""
+
+from ..wire import serial_add
+from .base import case
+
+
+# -- receiver side ----------------------------------------------------------------------------------------
+
+@case("2.6.7/1", "Drain with credit N and fewer than N messages: all messages, then delivery-count advanced",
+      ["2.6.7/drain-advance", "2.6.7/drain-behaviour"],
+      expectation="3 queued, flow(link-credit=10, drain=true) -> 3 transfers, then flow(link-credit=0) with "
+                  "delivery-count = start + 10")
+def drain_with_fewer_messages(ctx):
+    """The sender sends what it has, then advances delivery-count by the remaining 7 and reports its state."""
+    queue = ctx.queue(preload=3)
+    link = ctx.session().attach_receiver(queue)
+    start = link.delivery_count
+    link.flow(link_credit=10, drain=True)
+    link.expect_transfers(3, requirement="2.6.7/drain-behaviour")
+    reply = link.expect_flow(requirement="2.6.7/drain-advance", link_credit=0)
+    link.require_delivery_count(reply, start + 10, requirement="2.6.7/drain-advance",
+                                why="3 transfers plus 7 unused credits advance delivery-count by 10")
+    link.expect_no_transfer(requirement="2.6.7/no-send-without-credit")
+    return ctx.passed("3 transfers, then delivery-count advanced by the full credit of 10 and link-credit 0")
+
+
+@case("2.6.7/2", "Drain with link-credit 0",
+      ["2.6.7/drain-advance", "2.6.7/no-send-without-credit"],
+      expectation="flow(link-credit=0, drain=true) with messages queued -> no transfer; a flow in reply is "
+                  "optional and, if sent, carries link-credit 0 and an unchanged delivery-count")
+def drain_with_zero_credit(ctx):
+    """With nothing to consume, drain has nothing to advance; no transfer may be sent without credit."""
+    queue = ctx.queue(preload=2)
+    link = ctx.session().attach_receiver(queue)
+    start = link.delivery_count
+    link.flow(link_credit=0, drain=True)
+    arrived = link.expect_no_transfer(requirement="2.6.7/no-send-without-credit")
+    flows = [f for f in arrived if f.name == "flow" and f.body.handle == link.broker_handle]
+    for frame in flows:
+        link.require_delivery_count(frame.body, start, requirement="2.6.7/drain-advance",
+                                    why="zero credit leaves nothing to advance")
+    return ctx.informational(
+        "no transfer without credit; the broker " + ("answered with a flow" if flows else "sent no flow"),
+        replied_with_flow=bool(flows))
+
+
+@case("2.6.7/3", "Link-credit is set, not added: two flows with credit 50 allow at most 50 transfers",
+      ["2.6.7/credit-formula", "2.6.7/no-send-without-credit"],
+      expectation="100 queued; flow(delivery-count=start, link-credit=50) twice -> exactly 50 transfers")
+def credit_is_not_cumulative(ctx):
+    """Both flows name the same delivery-limit (start + 50), in flight or not; a sender that adds credit sends 100."""
+    queue = ctx.queue(preload=100)
+    link = ctx.session().attach_receiver(queue)
+    start = link.delivery_count
+    link.flow(link_credit=50, delivery_count=start)
+    link.flow(link_credit=50, delivery_count=start)
+    link.expect_transfers(50, requirement="2.6.7/credit-formula")
+    link.expect_no_transfer(requirement="2.6.7/credit-formula",
+                            why="both flows set the delivery-limit to start + 50 (credit is set, not added)")
+    return ctx.passed("exactly 50 transfers after two flows with link-credit 50")
+
+
+@case("2.6.7/4", "Credit lowered: the broker honours the new, smaller limit",
+      ["2.6.7/credit-formula", "2.6.7/no-send-without-credit"],
+      expectation="credit 10 with 4 queued -> 4 transfers; flow(link-credit=2); 10 more queued -> exactly 2 more")
+def credit_lowered(ctx):
+    """After receiving 4 of 10 credits, the receiver lowers the credit to 2: the new limit is delivery-count + 2."""
+    queue = ctx.queue(preload=4)
+    link = ctx.session().attach_receiver(queue)
+    link.flow(link_credit=10)
+    link.expect_transfers(4, requirement="2.6.7/no-send-without-credit")
+    link.flow(link_credit=2)
+    link.session.barrier()     # the broker has processed the lower credit before more messages arrive
+    ctx.preload(queue, 10)
+    link.expect_transfers(2, requirement="2.6.7/credit-formula")
+    link.expect_no_transfer(requirement="2.6.7/credit-formula",
+                            why="the lowered credit set the delivery-limit to delivery-count + 2")
+    return ctx.passed("after lowering credit to 2, exactly 2 more transfers")
+
+
+@case("2.6.7/5", "Delivery-count reconciliation: a stale delivery-count(rcv) shrinks the credit",
+      ["2.6.7/credit-formula"],
+      expectation="receive k=3, then flow(delivery-count=start, link-credit=5) -> exactly 5 - 3 = 2 more transfers")
+def stale_delivery_count(ctx):
+    """link-credit(snd) := delivery-count(rcv) + link-credit(rcv) - delivery-count(snd) = start + 5 - (start + 3)."""
+    queue = ctx.queue(preload=20)
+    link = ctx.session().attach_receiver(queue)
+    start = link.delivery_count
+    link.flow(link_credit=3)
+    link.expect_transfers(3, requirement="2.6.7/no-send-without-credit")
+    link.flow(link_credit=5, delivery_count=start)         # as if the 3 transfers were still in flight
+    link.expect_transfers(2, requirement="2.6.7/credit-formula")
+    link.expect_no_transfer(requirement="2.6.7/credit-formula",
+                            why="delivery-count(rcv) + link-credit(rcv) - delivery-count(snd) = 2, not 5")
+    return ctx.passed("the stale delivery-count was reconciled: 2 more transfers, not 5")
+
+
+@case("2.6.7/6", "Unknown delivery-count(rcv): the sender assumes its initial delivery-count",
+      ["2.6.7/unknown-delivery-count", "2.6.7/credit-formula"],
+      expectation="receive k=2, then flow without delivery-count and link-credit 5 -> exactly 5 - 2 = 3 more")
+def unspecified_delivery_count(ctx):
+    """A flow without delivery-count means delivery-count(rcv) = the initial delivery-count from the attach."""
+    queue = ctx.queue(preload=20)
+    link = ctx.session().attach_receiver(queue)
+    link.flow(link_credit=2)
+    link.expect_transfers(2, requirement="2.6.7/no-send-without-credit")
+    link.flow(link_credit=5, delivery_count=None)
+    link.expect_transfers(3, requirement="2.6.7/unknown-delivery-count")
+    link.expect_no_transfer(requirement="2.6.7/unknown-delivery-count",
+                            why="initial delivery-count + 5 - (initial + 2) = 3 credits")
+    return ctx.passed("the missing delivery-count was taken as the initial one: 3 more transfers")
+
+
+@case("2.6.7/7", "Serial-number wrap: reconciliation and drain across 2^32",
+      ["2.6.7/delivery-count-serial", "2.6.7/credit-formula", "2.6.7/drain-advance"],
+      expectation="whatever the broker's initial delivery-count, limits computed across the wrap hold: "
+                  "receive 3 per step, drain, stale count, with delivery-counts shown modulo 2^32")
+def serial_wrap(ctx):
+    """Runs reconciliation and drain while the delivery-count crosses 0xffffffff -> 0 when the broker starts near it."""
+    queue = ctx.queue(preload=30)
+    link = ctx.session().attach_receiver(queue)
+    start = link.delivery_count
+    ctx.observe(initial_delivery_count=int(start), crosses_wrap=int(start) > 0xFFFFFFFF - 20)
+    for _ in range(3):
+        link.flow(link_credit=3)
+        link.expect_transfers(3, requirement="2.6.7/credit-formula")
+    stale = serial_add(int(link.delivery_count), -3)
+    link.flow(link_credit=5, delivery_count=stale)
+    link.expect_transfers(2, requirement="2.6.7/credit-formula")
+    link.expect_no_transfer(requirement="2.6.7/credit-formula", why="stale delivery-count across the wrap")
+    before = link.delivery_count
+    link.flow(link_credit=4, drain=True)
+    link.expect_transfers(4, requirement="2.6.7/drain-behaviour")
+    reply = link.expect_flow(requirement="2.6.7/drain-advance", link_credit=0)
+    link.require_delivery_count(reply, before + 4, requirement="2.6.7/drain-advance",
+                                why="4 transfers consumed the drained credit")
+    return ctx.passed(f"limits held across delivery-counts from {int(start):#010x} to {int(link.delivery_count):#010x}")
+
+
+@case("2.6.7/8", "Available reflects the queue depth (informational)",
+      ["2.6.7/available-sender-only", "2.7.4/available"],
+      expectation="5 queued, flow(link-credit=0, echo=true) -> the echoed flow's available is recorded")
+def available_reported(ctx):
+    """The spec leaves the accuracy of available to the sender: what the broker reports is recorded."""
+    queue = ctx.queue(preload=5)
+    link = ctx.session().attach_receiver(queue)
+    link.flow(link_credit=0, echo=True)
+    reply = link.expect_flow(requirement="2.7.4/echo")
+    available = reply.available
+    return ctx.informational(
+        f"broker reported available={available} with 5 messages queued",
+        available=None if available is None else int(available), queue_depth=5)
+
+
+@case("2.6.7/9", "Two receivers on one session: stopping one does not stop the other",
+      ["2.6.7/no-send-without-credit", "2.6.7/credit-formula"],
+      expectation="link A credit 0, link B credit 3 -> B gets 3 transfers, A none")
+def independent_links(ctx):
+    """Link credit is per link: a stopped link must not hold back another link's deliveries."""
+    queue_a = ctx.queue(preload=5)
+    queue_b = ctx.queue(preload=5)
+    session = ctx.session()
+    link_a = session.attach_receiver(queue_a)
+    link_b = session.attach_receiver(queue_b)
+    link_a.flow(link_credit=2)
+    link_a.expect_transfers(2, requirement="2.6.7/no-send-without-credit")
+    link_a.flow(link_credit=0)
+    link_b.flow(link_credit=3)
+    link_b.expect_transfers(3, requirement="2.6.7/credit-formula")
+    link_a.expect_no_transfer(requirement="2.6.7/no-send-without-credit")
+    return ctx.passed("the stopped link stayed quiet while the other received its 3")
+
+
+# -- sender side ------------------------------------------------------------------------------------------
+
+@case("2.6.7/10", "The broker grants credit to a publisher after attach",
+      ["2.6.7/initial-flow-state", "2.7.4/receiver-delivery-count"],
+      expectation="attach as sender -> a flow with link-credit > 0 and delivery-count = our initial-delivery-count")
+def publisher_gets_credit(ctx):
+    """The peer never sends without credit; the broker's first flow names our delivery-count."""
+    queue = ctx.queue()
+    link = ctx.session().attach_sender(queue, initial_delivery_count=7)
+    flow = link.expect_credit(requirement="2.6.7/initial-flow-state")
+    link.require_delivery_count(flow, 7, requirement="2.7.4/receiver-delivery-count",
+                                why="the receiver reports the last known delivery-count of the sender")
+    return ctx.passed(f"credit {int(flow.link_credit)} granted with delivery-count 7")
+
+
+@case("2.6.7/11", "Publisher with initial-delivery-count near 2^32: wrapped counts stay right",
+      ["2.6.7/delivery-count-serial", "2.7.4/receiver-delivery-count", "2.6.7/credit-formula"],
+      expectation="initial-delivery-count 2^32-3, send 6 -> the broker's flows carry delivery-count 3 (wrapped) "
+                  "and the credit it reports is consistent with its earlier limit")
+def publisher_wrap(ctx):
+    """The broker's flows as receiver must carry our delivery-count modulo 2^32."""
+    queue = ctx.queue()
+    link = ctx.session().attach_sender(queue, initial_delivery_count=0xFFFFFFFD)
+    link.expect_credit(requirement="2.6.7/initial-flow-state")
+    link.require_credit_at_least(6)
+    for i in range(6):
+        link.transfer(f"wrap-{i}".encode())
+    flow = link.echo(requirement="2.7.4/echo")
+    link.require_delivery_count(flow, 3, requirement="2.7.4/receiver-delivery-count",
+                                why="2^32 - 3 + 6 wraps to 3")
+    ctx.require_queue_depth(queue, 6)
+    return ctx.passed("delivery-count 0xfffffffd + 6 reported as 3; all 6 messages queued")
+
+
+@case("2.6.7/12", "Transfers beyond the granted credit: handled or detached, never lost silently",
+      ["2.6.7/excess-transfers", "2.8.18/transfer-limit-exceeded"],
+      expectation="send credit + 2 transfers -> either all are queued, or the link is detached with "
+                  "amqp:link:transfer-limit-exceeded (informational which); a crash or silent loss fails")
+def transfers_beyond_credit(ctx):
+    """The spec lets the receiver handle excess transfers or detach with transfer-limit-exceeded."""
+    queue = ctx.queue()
+    session = ctx.session()
+    link = session.attach_sender(queue, initial_delivery_count=0)
+    link.expect_credit(requirement="2.6.7/initial-flow-state")
+    credit = link.credit
+    if credit > 500:
+        return ctx.informational(f"the broker granted {credit} credits; the case does not exceed that many",
+                                 credit=credit)
+    for i in range(credit + 2):
+        link.transfer(f"excess-{i}".encode(), allow_without_credit=True)
+    outcome = link.expect_handled_or_detached(credit + 2, condition="amqp:link:transfer-limit-exceeded",
+                                              requirement="2.6.7/excess-transfers")
+    return ctx.informational(f"the broker {outcome} the {credit + 2} transfers sent against {credit} credits",
+                             credit=credit, outcome=outcome)
+
+
+@case("2.6.7/13", "Echo from the peer as sender: the broker answers with its receiver-side state",
+      ["2.7.4/echo", "2.7.4/receiver-delivery-count", "2.7.4/echo-no-loop"],
+      expectation="after sending 2, flow(echo=true) on the sender link -> flow with delivery-count = ours "
+                  "and echo not set")
+def echo_as_sender(ctx):
+    """The receiver reports delivery-count as the last known value of the sender."""
+    queue = ctx.queue()
+    link = ctx.session().attach_sender(queue, initial_delivery_count=100)
+    link.expect_credit(requirement="2.6.7/initial-flow-state")
+    link.require_credit_at_least(2)
+    link.transfer(b"one")
+    link.transfer(b"two")
+    reply = link.echo(requirement="2.7.4/echo")
+    link.require_delivery_count(reply, 102, requirement="2.7.4/receiver-delivery-count",
+                                why="the broker saw 2 transfers after initial-delivery-count 100")
+    ctx.require(not reply.echo, "2.7.4/echo-no-loop", "the echo reply itself requested an echo",
+                expected="echo unset or false", actual="echo=true")
+    return ctx.passed("echo answered with delivery-count 102, without echo")
