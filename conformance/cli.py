@@ -1,0 +1,92 @@
+"""The `amqp-conformance` command: list the catalogue, run the cases, manage brokers.
+
+This module owns argument parsing, the exit-code contract (conformance.errors) and turning every
+ConformanceError into a one-line `error: ...` message. The work itself lives in the other modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__, catalogue
+from .errors import EXIT_INTERRUPTED, ConformanceError, UsageError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and exit 2, as for every usage error
+        raise UsageError(f"{message}; see `{self.prog} --help`")
+
+
+def _cmd_list(args) -> int:
+    from .cases import load_all
+    cases = load_all()
+    by_req: dict[str, list[str]] = {}
+    for c in cases.values():
+        for r in c.requirements:
+            by_req.setdefault(r, []).append(c.id)
+    if args.cases:
+        for c in cases.values():
+            flags = (" [needs " + ", ".join(c.needs) + "]" if c.needs else "") + (" [exclusive]" if c.exclusive else "")
+            print(f"{c.id:<10} {c.level:<11} {c.title}{flags}")
+        return 0
+    current = None
+    for req in catalogue.load().values():
+        if req.section != current:
+            current = req.section
+            print(f"\n§{current}")
+        covered = ", ".join(by_req.get(req.id, [])) or ("-" if req.observable else "(not observable from a peer)")
+        print(f"  {req.id:<44} {req.level:<11} cases: {covered}")
+        if args.verbose:
+            print(f"      “{req.text}”")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="amqp-conformance",
+                     description="Conformance test suite for AMQP 1.0 link and session flow control.")
+    parser.add_argument("--version", action="version", version=f"amqp-conformance {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    p = sub.add_parser("list", help="print the requirement catalogue with the cases that test each requirement")
+    p.add_argument("--cases", action="store_true", help="list the cases instead of the requirements")
+    p.add_argument("-v", "--verbose", action="store_true", help="quote each requirement's sentence")
+    p.set_defaults(func=_cmd_list)
+
+    try:
+        from .runner_cli import register as register_run
+        register_run(sub)
+    except ImportError:
+        pass
+    try:
+        from .brokers.cli import register as register_brokers
+        register_brokers(sub)
+    except ImportError:
+        pass
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return 0
+        return int(args.func(args) or 0)
+    except ConformanceError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    except BrokenPipeError:  # output piped into `head` and the like
+        try:
+            sys.stdout = open("/dev/null", "w")
+        except OSError:
+            pass
+        return 0
+    except KeyboardInterrupt:
+        print("error: interrupted; results of the cases that finished are kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
