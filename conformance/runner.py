@@ -1,0 +1,115 @@
+"""Runs one conformance case against one broker and turns what happened into a CaseResult.
+
+This module owns the verdict rules that are not the case's own: a conclusion raised by the case keeps its
+verdict; a peer failure (timeout in setup, connection lost, malformed frame) or a crash is ERROR; broker-wide
+cases (alarms) hold an exclusive lock on the broker so nothing else runs beside them, across pytest-xdist
+workers too (ordinary cases hold a shared lock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import fcntl
+import os
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from .cases.base import CaseConclusion, CaseSpec, Outcome
+from .verdict import CaseResult, Verdict
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    frame_timeout: float = 5.0     # bound on every wait for an expected frame
+    quiet_period: float = 0.5      # how long "nothing more arrives" is watched
+    connect_timeout: float = 5.0
+
+
+@contextlib.contextmanager
+def broker_lock(broker_key: str, exclusive: bool, timeout: float = 600.0):
+    """A readers-writer lock per broker across processes: exclusive cases run alone on their broker."""
+    lock_dir = Path(os.environ.get("AMQP_CONFORMANCE_LOCKS", tempfile.gettempdir())) / "amqp-conformance-locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    safe = "".join(ch if ch.isalnum() else "_" for ch in broker_key)
+    fh = open(lock_dir / f"{safe}.lock", "a+")
+    mode = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fh, mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"waited {timeout:.0f} s for the broker lock of {broker_key}")
+                time.sleep(0.05)  # bounded-wait-ok: polling a file lock with a deadline
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fh, fcntl.LOCK_UN)
+        fh.close()
+
+
+def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseResult:
+    """Run `spec` against `broker` (a conformance.brokers handle) and return its result; never raises."""
+    from .cases.context import CaseContext
+
+    options = options or RunOptions()
+    started = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    t0 = time.monotonic()
+    result = CaseResult(case_id=spec.id, title=spec.title, section=spec.section, level=spec.level,
+                        requirement_ids=list(spec.requirements), verdict=Verdict.ERROR, reason="",
+                        broker=getattr(broker, "name", str(broker)), started_at=started)
+    ctx = None
+    try:
+        with broker_lock(getattr(broker, "lock_key", result.broker), spec.exclusive):
+            ctx = CaseContext(spec, broker, options)
+            try:
+                for hook in spec.needs:
+                    ctx.need_hook(hook)
+                outcome = spec.func(ctx)
+                if outcome is None:
+                    outcome = Outcome(Verdict.PASS, "every checked requirement held")
+                result.verdict, result.reason = outcome.verdict, outcome.reason
+                result.observations.update(outcome.observations)
+            except CaseConclusion as c:
+                result.verdict, result.reason = c.verdict, c.reason
+                result.violated, result.expected, result.actual = c.requirement, c.expected, c.actual
+                result.observations.update(c.observations)
+            except Exception as exc:  # the run itself broke
+                result.verdict = Verdict.ERROR
+                result.reason = ctx.describe_error(exc)
+                if not _is_peer_error(exc):
+                    result.observations["traceback"] = traceback.format_exc(limit=8)
+            finally:
+                ctx.close()
+    except TimeoutError as exc:
+        result.verdict, result.reason = Verdict.ERROR, str(exc)
+    except Exception as exc:
+        result.verdict, result.reason = Verdict.ERROR, f"could not set up the case: {exc}"
+    result.duration_s = round(time.monotonic() - t0, 3)
+    if ctx is not None:
+        result.observations.update(ctx.observations)
+        result.transcripts = ctx.transcripts_json()
+        result.ladders = ctx.ladders()
+        ident = ctx.broker_identity()
+        result.broker_product, result.broker_version = ident
+    if result.verdict is Verdict.ERROR:
+        tail = getattr(broker, "log_tail", None)
+        alive = getattr(broker, "alive", None)
+        if callable(tail) and (not callable(alive) or not alive()):
+            with contextlib.suppress(Exception):
+                result.broker_log_tail = tail(40)
+    return result
+
+
+def _is_peer_error(exc: BaseException) -> bool:
+    try:
+        from .peer import PeerError
+    except ImportError:
+        return False
+    return isinstance(exc, PeerError)
