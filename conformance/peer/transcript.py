@@ -1,0 +1,138 @@
+"""The transcript of one connection: every protocol header and frame in and out, in order.
+
+This module owns what is recorded (monotonic time, direction, raw bytes, decoded performative) and the
+redaction of secrets: a SASL PLAIN initial-response is replaced before it is stored, in the decoded
+frame and in the raw bytes alike, so no rendering (JSON, ladder, logs) can show a password.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..wire import Frame, ProtocolHeader, SaslInit, SaslResponse, encode_frame
+from ..wire.frames import SASL_FRAME
+from . import ladder
+
+REDACTED = b"<redacted>"
+
+
+@dataclass
+class Entry:
+    index: int
+    t: float                 # seconds since the transcript started (monotonic clock)
+    direction: str           # "out": peer -> broker, "in": broker -> peer
+    item: Any                # Frame or ProtocolHeader (decoded), or bytes for raw sends
+    raw: bytes
+    auto: bool = False       # sent by the peer on its own (heartbeats)
+    note: str = ""
+
+    @property
+    def name(self) -> str:
+        if isinstance(self.item, ProtocolHeader):
+            return "header"
+        if isinstance(self.item, Frame):
+            return self.item.name
+        return "raw"
+
+    def to_json(self) -> dict:
+        d: dict[str, Any] = {"index": self.index, "t": round(self.t, 6), "direction": self.direction,
+                             "name": self.name, "raw": self.raw.hex()}
+        if isinstance(self.item, Frame):
+            d["channel"] = self.item.channel
+            d["frame_type"] = "sasl" if self.item.frame_type == SASL_FRAME else "amqp"
+            d["summary"] = ladder.summarize(self.item)
+            d["fields"] = _fields_json(self.item.body)
+            d["payload_size"] = len(self.item.payload)
+        elif isinstance(self.item, ProtocolHeader):
+            d["summary"] = ladder.summarize(self.item)
+            d["protocol_id"] = self.item.protocol_id
+        else:
+            d["summary"] = f"raw bytes ({len(self.raw)})"
+        if self.auto:
+            d["auto"] = True
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+def _json_value(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, str)):
+        return v if not isinstance(v, str) else str(v)
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        return float(v)
+    if isinstance(v, (bytes, bytearray)):
+        return {"binary": bytes(v).hex()}
+    if isinstance(v, dict):
+        return {str(k): _json_value(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_value(x) for x in v]
+    if hasattr(v, "items") and hasattr(v, "element_type"):
+        return [_json_value(x) for x in v.items]
+    if hasattr(v, "present_fields"):
+        return {"type": v.NAME, **{k: _json_value(x) for k, x in v.present_fields().items()}}
+    if hasattr(v, "VALUE_TYPE"):
+        return {"type": v.NAME, "value": _json_value(v.value)}
+    return str(v)
+
+
+def _fields_json(body) -> dict | None:
+    if body is None:
+        return None
+    return {"type": body.NAME, **{k: _json_value(v) for k, v in body.present_fields().items()}}
+
+
+def redact(frame: Frame) -> Frame:
+    """A copy of a SASL frame with credentials replaced; other frames unchanged."""
+    body = frame.body
+    if isinstance(body, SaslInit) and body.initial_response is not None and str(body.mechanism) != "ANONYMOUS":
+        body = body.replace(initial_response=REDACTED)
+    elif isinstance(body, SaslResponse):
+        body = body.replace(response=REDACTED)
+    else:
+        return frame
+    raw = encode_frame(body, frame.channel, frame.payload, frame.frame_type)
+    return Frame(frame.channel, body, frame.payload, frame.frame_type, raw=raw, offset=frame.offset)
+
+
+class Transcript:
+    """Thread-safe, append-only record of a connection (the reader thread and the script both add)."""
+
+    def __init__(self, label: str = "broker"):
+        self.label = label
+        self.entries: list[Entry] = []
+        self._t0 = time.monotonic()
+        self._lock = threading.Lock()
+
+    def add(self, direction: str, item: Any, raw: bytes, *, auto: bool = False, note: str = "") -> Entry:
+        if isinstance(item, Frame) and item.frame_type == SASL_FRAME:
+            item = redact(item)
+            raw = item.raw or raw
+        with self._lock:
+            entry = Entry(len(self.entries), time.monotonic() - self._t0, direction, item, raw, auto, note)
+            self.entries.append(entry)
+            return entry
+
+    def frames(self, direction: str | None = None, name: str | None = None) -> list[Frame]:
+        with self._lock:
+            entries = list(self.entries)
+        return [e.item for e in entries if isinstance(e.item, Frame)
+                and (direction is None or e.direction == direction) and (name is None or e.name == name)]
+
+    def snapshot(self) -> list[Entry]:
+        with self._lock:
+            return list(self.entries)
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "entries": [e.to_json() for e in self.snapshot()]}
+
+    def ladder(self, *, peer_is_receiver: bool = True, width: int = 110) -> str:
+        if peer_is_receiver:
+            return ladder.render(self.snapshot(), left="peer", left_label="Receiver (peer)",
+                                 right_label=f"Sender ({self.label})", width=width)
+        return ladder.render(self.snapshot(), left="broker", left_label=f"Receiver ({self.label})",
+                             right_label="Sender (peer)", width=width)
