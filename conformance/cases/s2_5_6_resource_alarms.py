@@ -14,7 +14,7 @@ THROTTLE_REQUIREMENTS = ["2.5.6/incoming-window", "2.6.7/link-credit-receiver", 
 
 def _alarm_case(ctx, kind: str):
     """Publisher and consumer share one session; the alarm is raised mid-stream, then cleared."""
-    queue = ctx.queue(preload=20)
+    queue = ctx.queue(preload=30)
     session = ctx.session()
     consumer = session.attach_receiver(queue)
     publisher = session.attach_sender(queue, initial_delivery_count=0)

@@ -23,7 +23,7 @@ def stopping_a_link(ctx):
     link.expect_transfers(10, requirement="2.6.7/no-send-without-credit")
     link.flow(link_credit=0, echo=True)
     echoed = link.expect_flow(requirement="2.7.4/echo", link_credit=0)      # (2)
-    in_flight = link.transfers_before(echoed) - 10                           # (1)
+    in_flight = link.take_transfers_before(echoed) - 10                      # (1)
     link.expect_no_transfer(requirement="2.6.7/no-send-without-credit",
                             why="the echoed flow showed link-credit 0 at the sender")
     ctx.preload(queue, LATE)

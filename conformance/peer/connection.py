@@ -154,8 +154,9 @@ class Peer:
         """Send one frame exactly as given (session fields are not filled in here)."""
         raw = encode_frame(body, channel, payload, frame_type, validate=validate, **frame_options)
         frame = Frame(channel, body, payload, frame_type, raw=raw)
+        with self._cond:   # before the bytes leave: the answer may be read before sendall returns
+            self.state.observe_out(frame)
         self._write(raw, frame)
-        self.state.observe_out(frame)
         return frame
 
     def send_raw(self, data: bytes, note: str = "raw bytes") -> None:

@@ -17,6 +17,7 @@ from ..wire import (
 )
 from ..wire.frames import SASL_FRAME
 
+HANDLE_MAX = 1023
 ROLE_SENDER = False
 ROLE_RECEIVER = True
 
@@ -73,6 +74,7 @@ class OutgoingLink:
     peer_handle: int
     queue: str
     delivery_count: int
+    initial_delivery_count: int = 0
     link_credit: int = 0
     drain: bool = False
     settled: bool = False
@@ -103,6 +105,8 @@ class Session:
     remote_incoming_window: int = 0
     remote_outgoing_window: int = 0
     next_delivery_id: int = 0
+    incoming_limit: int = 0      # transfer-id up to which the peer may send (last announced window)
+    grace_limit: int = 0         # the limit before the last reduction: transfers in flight stay legal
     outgoing: dict = field(default_factory=dict)   # peer handle -> OutgoingLink
     incoming: dict = field(default_factory=dict)   # peer handle -> IncomingLink
     ended: bool = False
@@ -225,10 +229,11 @@ class BrokerConnection:
         s.next_incoming_id = begin.next_outgoing_id
         s.remote_incoming_window = begin.incoming_window
         s.remote_outgoing_window = begin.outgoing_window
+        s.incoming_limit = s.grace_limit = serial_add(s.next_incoming_id, s.incoming_window)
         self.sessions[channel] = s
         self._send(Begin(remote_channel=channel, next_outgoing_id=s.next_outgoing_id,
                          incoming_window=s.incoming_window, outgoing_window=s.outgoing_window,
-                         handle_max=1023), channel)
+                         handle_max=HANDLE_MAX), channel)
 
     def _on_end(self, channel, end, payload) -> None:
         s = self.sessions.pop(channel, None)
@@ -240,6 +245,11 @@ class BrokerConnection:
         s.ended = True
 
     def _session_flow(self, s: Session, link=None, echo: bool = False, **link_fields) -> Flow:
+        new_limit = serial_add(s.next_incoming_id, s.incoming_window)
+        if serial_diff(s.grace_limit, new_limit) >= 0:
+            s.grace_limit = new_limit              # growing: the new limit is the only one
+        # shrinking: transfers in flight under the earlier, larger limit stay legal (grace_limit kept)
+        s.incoming_limit = new_limit
         fields = dict(next_incoming_id=None if self.faults.omit_next_incoming_id else s.next_incoming_id,
                       incoming_window=s.incoming_window, next_outgoing_id=s.next_outgoing_id,
                       outgoing_window=s.outgoing_window)
@@ -256,11 +266,16 @@ class BrokerConnection:
         s = self.sessions.get(channel)
         if s is None or s.ended:
             return
+        if attach.handle > HANDLE_MAX:
+            # 2.7.2: a handle outside the supported range closes the connection with framing-error
+            self._close_with("amqp:connection:framing-error", f"handle {attach.handle} above handle-max")
+            return
         if attach.role == ROLE_RECEIVER:
             address = attach.source.address if isinstance(attach.source, Source) else None
             q = self.state.queue(queue_name(address))
             link = OutgoingLink(attach.name, handle=len(s.outgoing) + len(s.incoming), peer_handle=attach.handle,
                                 queue=q.name, delivery_count=self.cfg.initial_delivery_count,
+                                initial_delivery_count=self.cfg.initial_delivery_count,
                                 settled=attach.snd_settle_mode == 1)
             s.outgoing[attach.handle] = link
             self._send(Attach(name=attach.name, handle=link.handle, role=ROLE_SENDER,
@@ -297,7 +312,9 @@ class BrokerConnection:
             link.blocked = True
             return
         link.blocked = False
-        link.link_credit = self.cfg.publisher_credit
+        q = self.state.queues.get(link.queue)
+        room = None if q is None or q.max_length is None else q.max_length - len(q.messages)
+        link.link_credit = self.cfg.publisher_credit if room is None else min(self.cfg.publisher_credit, room)
         self._send(self._session_flow(s, link, delivery_count=link.delivery_count, link_credit=link.link_credit),
                    s.channel)
 
@@ -333,11 +350,13 @@ class BrokerConnection:
         credit = flow.link_credit or 0
         if self.faults.cumulative_credit:
             link.link_credit += credit
-        elif self.faults.stale_count_as_credit or flow.delivery_count is None:
+        elif self.faults.stale_count_as_credit:
             link.link_credit = credit
         else:
-            # 2.6.7: link-credit(snd) := delivery-count(rcv) + link-credit(rcv) - delivery-count(snd)
-            link.link_credit = serial_diff(link.delivery_count, serial_add(flow.delivery_count, credit))
+            # 2.6.7: link-credit(snd) := delivery-count(rcv) + link-credit(rcv) - delivery-count(snd);
+            # an unspecified delivery-count(rcv) is the initial delivery-count of our attach
+            rcv_count = flow.delivery_count if flow.delivery_count is not None else link.initial_delivery_count
+            link.link_credit = serial_diff(link.delivery_count, serial_add(rcv_count, credit))
         link.drain = bool(flow.drain)
         resumed_from_zero = credit > 0
         if self.faults.drop_resume and resumed_from_zero and getattr(link, "_was_stopped", False):
@@ -400,13 +419,11 @@ class BrokerConnection:
         s = self.sessions.get(channel)
         if s is None or s.ended:
             return
-        if s.incoming_window <= 0 and not self.faults.window_violation_tolerated and not self.state.alarm:
+        limit = s.grace_limit if serial_diff(s.incoming_limit, s.grace_limit) > 0 else s.incoming_limit
+        if serial_diff(s.next_incoming_id, limit) <= 0 and not self.faults.window_violation_tolerated:
             self._end_session(s, "amqp:session:window-violation", "transfer beyond the incoming-window")
             return
         s.next_incoming_id = serial_add(s.next_incoming_id, 1)
-        if self.state.alarm and not self.faults.window_violation_tolerated:
-            self._end_session(s, "amqp:session:window-violation", "transfer while the incoming-window is 0")
-            return
         link = s.incoming.get(transfer.handle)
         if link is None:
             self._end_session(s, "amqp:session:unattached-handle", f"transfer on unattached handle {transfer.handle}")

@@ -34,8 +34,12 @@ def _int_type(name: str, lo: int, hi: int) -> type:
     def __repr__(self):
         return f"{type(self).__name__}({int(self)})"
 
+    def __str__(self):
+        return int.__repr__(self)
+
     return type(name, (_Fixed, int), {"AMQP_TYPE": name.lower(), "__new__": __new__, "__repr__": __repr__,
-                                       "__slots__": (), "__doc__": f"AMQP {name.lower()} in [{lo}, {hi}]."})
+                                       "__str__": __str__, "__slots__": (),
+                                       "__doc__": f"AMQP {name.lower()} in [{lo}, {hi}]."})
 
 
 UByte = _int_type("UByte", 0, 0xFF)
@@ -60,6 +64,9 @@ class Float(_Fixed, float):
     def __repr__(self):
         return f"Float({float(self)!r})"
 
+    def __str__(self):
+        return float.__repr__(self)
+
 
 class Double(_Fixed, float):
     """AMQP double: IEEE 754 64-bit (same as a plain float, but explicit)."""
@@ -78,7 +85,10 @@ class Symbol(_Fixed, str):
     __slots__ = ()
 
     def __repr__(self):
-        return f"Symbol({str(self)!r})"
+        return f"Symbol({str.__str__(self)!r})"
+
+    def __str__(self):
+        return str.__str__(self)
 
 
 class Char(_Fixed, str):
@@ -93,7 +103,10 @@ class Char(_Fixed, str):
         return str.__new__(cls, value)
 
     def __repr__(self):
-        return f"Char({str(self)!r})"
+        return f"Char({str.__str__(self)!r})"
+
+    def __str__(self):
+        return str.__str__(self)
 
 
 class String(_Fixed, str):
