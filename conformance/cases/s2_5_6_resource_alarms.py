@@ -31,6 +31,7 @@ def _alarm_case(ctx, kind: str):
         probe.expect_transfers(1, requirement="2.6.7/credit-formula")
     resumed = publisher.publish_after_clear(count=5)
     drained = ctx.drain_queue(queue, consumer, probe)
+    ctx.require_model_clean()          # no transfer beyond credit or window, alarm or not
     accepted = publisher.accepted_bodies()
     lost = [b for b in accepted if b not in drained]
     duplicated = len(drained) - len(set(drained))
@@ -80,6 +81,7 @@ def session_begun_during_alarm(ctx):
         consumer.flow(link_credit=3)
         consumer.expect_transfers(3, requirement="2.6.7/credit-formula")
     resumed = publisher.publish_after_clear(count=1)
+    ctx.require_model_clean()
     throttled = begin_window == 0 or not credit_during
     observations = dict(begin_incoming_window=begin_window, credit_during_alarm=credit_during, resumed=resumed)
     if throttled and resumed:
@@ -105,6 +107,7 @@ def queue_length_limit(ctx):
     consumer.flow(link_credit=10)
     consumer.expect_transfers(10, requirement="2.6.7/credit-formula")
     resumed = publisher.publish_after_clear(count=1)
+    ctx.require_model_clean()
     observations = dict(pushback=pushback, resumed=resumed)
     if pushback == "link-credit withheld" and resumed:
         return ctx.passed("the full queue withheld credit; credit returned after draining", **observations)

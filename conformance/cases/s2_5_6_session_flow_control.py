@@ -29,7 +29,7 @@ def incoming_window_zero(ctx):
 
 
 @case("2.5.6/2", "Peer exceeds the broker's incoming-window (informational)",
-      ["2.5.6/incoming-window", "2.8.17/window-violation"],
+      ["2.5.6/incoming-window", "2.8.17/window-violation", "2.5.4/session-error-end"],
       expectation="send remote-incoming-window + 1 transfer frames without waiting -> the broker ends the session "
                   "with amqp:session:window-violation, or handles them (recorded)")
 def exceed_broker_window(ctx):
@@ -53,6 +53,9 @@ def exceed_broker_window(ctx):
             link.transfer(f"w-{sent}".encode(), ignore_session_window=True)
             sent += 1
     outcome = session.observe_window_excess(sent)
+    ctx.require(outcome != "dropped the connection without a close frame", "2.5.4/session-error-end",
+                "the broker dropped the connection instead of ending the session with an error",
+                expected="end(error=amqp:session:window-violation) or the transfers handled", actual=outcome)
     return ctx.informational(f"sent {sent} transfers against an incoming-window of {window}: the broker {outcome}",
                              broker_incoming_window=window, sent=sent, outcome=outcome)
 

@@ -41,7 +41,19 @@ class Faults:
     window_violation_tolerated: bool = False  # broker accepts transfers beyond its incoming-window
     detach_on_excess: bool = True         # excess transfers from publisher: detach (True) or accept (False)
     omit_next_incoming_id: bool = False   # 2.7.4/next-incoming-id-set
-    drop_resume: bool = False             # after credit 0 then new credit, deliver nothing
+    drop_resume: bool = False             # 2.6.10: after credit 0 then new credit, deliver nothing
+    answer_after_session_error: bool = False  # 2.5.4/session-error-end: keeps answering after its end
+    drop_on_window_excess: bool = False   # 2.5.4/session-error-end: drops the connection, no end frame
+    next_outgoing_id_offset: int = 0      # 2.5.6/next-outgoing-id-serial: flows carry a shifted next-outgoing-id
+    plain_arithmetic: bool = False        # 2.6.7/delivery-count-serial: credit computed without wrap at 2^32
+    receiver_delivery_count_offset: int = 0  # 2.7.4/receiver-delivery-count: reports the publisher's count shifted
+    drop_on_excess: bool = False          # 2.6.5/link-error-detach: no credit top-ups; drops the connection on excess
+    ignore_handle_max: bool = False       # 2.7.2/handle-max: attaches whatever handle it gets
+    omit_initial_delivery_count: bool = False  # 2.7.3/initial-delivery-count-sender
+    link_fields_in_session_flow: bool = False  # 2.7.4/link-fields-need-handle: session echo carries link-credit
+    ignore_flow_without_delivery_count: bool = False  # 2.6.7/unknown-delivery-count
+    unsettled_in_settled_mode: bool = False   # 2.7.5/settled-mode-settled
+    no_delivery_id: bool = False          # 2.7.5/delivery-id-first: first transfer of a delivery lacks it
 
 
 @dataclass
@@ -107,6 +119,7 @@ class Session:
     next_delivery_id: int = 0
     incoming_limit: int = 0      # transfer-id up to which the peer may send (last announced window)
     grace_limit: int = 0         # the limit before the last reduction: transfers in flight stay legal
+    first_incoming_id: int = 0
     outgoing: dict = field(default_factory=dict)   # peer handle -> OutgoingLink
     incoming: dict = field(default_factory=dict)   # peer handle -> IncomingLink
     ended: bool = False
@@ -149,6 +162,7 @@ class BrokerConnection:
         self.phase = "header"
         self.closed = False
         self.close_after_flush = False
+        self.max_payload = 1 << 20
 
     # -- I/O boundary ------------------------------------------------------------------------------------
 
@@ -207,6 +221,9 @@ class BrokerConnection:
             handler(frame.channel, body, frame.payload)
 
     def _on_open(self, channel, open_, payload) -> None:
+        if open_.max_frame_size is not None:
+            # room for the frame header and a transfer performative with all its fields
+            self.max_payload = max(int(open_.max_frame_size) - 64, 64)
         self._send(Open(container_id="reference-broker", max_frame_size=self.cfg.max_frame_size,
                         channel_max=self.cfg.channel_max,
                         properties={"product": self.cfg.product, "version": self.cfg.version}))
@@ -226,7 +243,7 @@ class BrokerConnection:
         s = Session(channel=channel, peer_channel=channel, next_outgoing_id=self.cfg.next_outgoing_id,
                     incoming_window=0 if self.state.alarm else self.cfg.incoming_window,
                     outgoing_window=self.cfg.outgoing_window)
-        s.next_incoming_id = begin.next_outgoing_id
+        s.next_incoming_id = s.first_incoming_id = begin.next_outgoing_id
         s.remote_incoming_window = begin.incoming_window
         s.remote_outgoing_window = begin.outgoing_window
         s.incoming_limit = s.grace_limit = serial_add(s.next_incoming_id, s.incoming_window)
@@ -251,7 +268,8 @@ class BrokerConnection:
         # shrinking: transfers in flight under the earlier, larger limit stay legal (grace_limit kept)
         s.incoming_limit = new_limit
         fields = dict(next_incoming_id=None if self.faults.omit_next_incoming_id else s.next_incoming_id,
-                      incoming_window=s.incoming_window, next_outgoing_id=s.next_outgoing_id,
+                      incoming_window=s.incoming_window,
+                      next_outgoing_id=serial_add(s.next_outgoing_id, self.faults.next_outgoing_id_offset),
                       outgoing_window=s.outgoing_window)
         if link is not None:
             fields.update(handle=link.handle)
@@ -266,7 +284,7 @@ class BrokerConnection:
         s = self.sessions.get(channel)
         if s is None or s.ended:
             return
-        if attach.handle > HANDLE_MAX:
+        if attach.handle > HANDLE_MAX and not self.faults.ignore_handle_max:
             # 2.7.2: a handle outside the supported range closes the connection with framing-error
             self._close_with("amqp:connection:framing-error", f"handle {attach.handle} above handle-max")
             return
@@ -281,7 +299,8 @@ class BrokerConnection:
             self._send(Attach(name=attach.name, handle=link.handle, role=ROLE_SENDER,
                               snd_settle_mode=attach.snd_settle_mode, rcv_settle_mode=0,
                               source=attach.source, target=attach.target,
-                              initial_delivery_count=link.delivery_count), channel)
+                              initial_delivery_count=None if self.faults.omit_initial_delivery_count
+                              else link.delivery_count), channel)
         else:
             address = attach.target.address if isinstance(attach.target, Target) else None
             q = self.state.queue(queue_name(address))
@@ -315,13 +334,17 @@ class BrokerConnection:
         q = self.state.queues.get(link.queue)
         room = None if q is None or q.max_length is None else q.max_length - len(q.messages)
         link.link_credit = self.cfg.publisher_credit if room is None else min(self.cfg.publisher_credit, room)
-        self._send(self._session_flow(s, link, delivery_count=link.delivery_count, link_credit=link.link_credit),
+        reported = serial_add(link.delivery_count, self.faults.receiver_delivery_count_offset)
+        self._send(self._session_flow(s, link, delivery_count=reported, link_credit=link.link_credit),
                    s.channel)
 
     # -- flow ----------------------------------------------------------------------------------------------
 
     def _on_flow(self, channel, flow, payload) -> None:
         s = self.sessions.get(channel)
+        if s is not None and s.ended and self.faults.answer_after_session_error and flow.echo:
+            self._send(self._session_flow(s), channel)
+            return
         if s is None or s.ended:
             return
         # 2.5.6: update from the peer's session state
@@ -331,7 +354,8 @@ class BrokerConnection:
         s.remote_incoming_window = serial_diff(s.next_outgoing_id, serial_add(nii, flow.incoming_window))
         if flow.handle is None:
             if flow.echo and not self.faults.ignore_echo:
-                self._send(self._session_flow(s, echo=self.faults.echo_with_echo), channel)
+                extra = {"link_credit": 0} if self.faults.link_fields_in_session_flow else {}
+                self._send(self._session_flow(s, echo=self.faults.echo_with_echo, **extra), channel)
             self._pump_session(s)
             return
         if flow.handle in s.outgoing:
@@ -339,8 +363,9 @@ class BrokerConnection:
         elif flow.handle in s.incoming:
             link = s.incoming[flow.handle]
             if flow.echo and not self.faults.ignore_echo:
+                reported = serial_add(link.delivery_count, self.faults.receiver_delivery_count_offset)
                 self._send(self._session_flow(s, link, echo=self.faults.echo_with_echo,
-                                              delivery_count=link.delivery_count, link_credit=link.link_credit),
+                                              delivery_count=reported, link_credit=link.link_credit),
                            channel)
         elif not self.faults.ignore_unattached_handle:
             self._end_session(s, "amqp:session:unattached-handle", f"flow for unattached handle {flow.handle}")
@@ -348,7 +373,11 @@ class BrokerConnection:
 
     def _on_receiver_flow(self, s: Session, link: OutgoingLink, flow: Flow) -> None:
         credit = flow.link_credit or 0
-        if self.faults.cumulative_credit:
+        if self.faults.ignore_flow_without_delivery_count and flow.delivery_count is None:
+            return
+        if self.faults.plain_arithmetic and flow.delivery_count is not None:
+            link.link_credit = flow.delivery_count + credit - link.delivery_count   # no wrap at 2^32
+        elif self.faults.cumulative_credit:
             link.link_credit += credit
         elif self.faults.stale_count_as_credit:
             link.link_credit = credit
@@ -404,12 +433,18 @@ class BrokerConnection:
             body = q.messages.popleft()
             tag = link.next_tag.to_bytes(4, "big")
             link.next_tag += 1
-            self._send(Transfer(handle=link.handle, delivery_id=s.next_delivery_id, delivery_tag=tag,
-                                message_format=0, settled=True if link.settled else None),
-                       s.channel, encode_message(Data(body)))
+            payload = encode_message(Data(body))
+            settled = True if link.settled and not self.faults.unsettled_in_settled_mode else None
+            chunks = [payload[i:i + self.max_payload] for i in range(0, len(payload), self.max_payload)] or [b""]
+            for n, chunk in enumerate(chunks):
+                first, last = n == 0, n == len(chunks) - 1
+                delivery_id = s.next_delivery_id if first and not self.faults.no_delivery_id else None
+                self._send(Transfer(handle=link.handle, delivery_id=delivery_id, delivery_tag=tag if first else None,
+                                    message_format=0 if first else None, settled=settled,
+                                    more=None if last else True), s.channel, chunk)
+                s.next_outgoing_id = serial_add(s.next_outgoing_id, 1)
+                s.remote_incoming_window -= 1
             s.next_delivery_id = serial_add(s.next_delivery_id, 1)
-            s.next_outgoing_id = serial_add(s.next_outgoing_id, 1)
-            s.remote_incoming_window -= 1
             link.delivery_count = serial_add(link.delivery_count, 1)
             link.link_credit -= 1
 
@@ -420,6 +455,10 @@ class BrokerConnection:
         if s is None or s.ended:
             return
         limit = s.grace_limit if serial_diff(s.incoming_limit, s.grace_limit) > 0 else s.incoming_limit
+        if self.faults.drop_on_window_excess and serial_diff(s.first_incoming_id, s.next_incoming_id) >= \
+                self.cfg.incoming_window:
+            self.closed = True       # crashes once more transfers arrived than its first window held
+            return
         if serial_diff(s.next_incoming_id, limit) <= 0 and not self.faults.window_violation_tolerated:
             self._end_session(s, "amqp:session:window-violation", "transfer beyond the incoming-window")
             return
@@ -427,6 +466,9 @@ class BrokerConnection:
         link = s.incoming.get(transfer.handle)
         if link is None:
             self._end_session(s, "amqp:session:unattached-handle", f"transfer on unattached handle {transfer.handle}")
+            return
+        if link.link_credit <= 0 and self.faults.drop_on_excess:
+            self.closed = True
             return
         if link.link_credit <= 0 and self.faults.detach_on_excess:
             self._send(Detach(handle=link.handle, closed=True,
@@ -442,7 +484,7 @@ class BrokerConnection:
                                    state=Accepted()), channel)
         if self._publisher_blocked(link):
             link.blocked = True
-        elif link.link_credit <= self.cfg.publisher_credit // 2:
+        elif link.link_credit <= self.cfg.publisher_credit // 2 and not self.faults.drop_on_excess:
             self._grant_publisher_credit(s, link)
         for other in self.state.connections:
             other.pump_all()

@@ -1,0 +1,95 @@
+"""Every case passes (or is informational) against the well-behaved reference broker, and every case is
+shown failing against a reference broker with exactly one fault that breaks its requirement.
+
+The reference broker (conformance.selftest) is a fake for the suite's own logic; real-broker verdicts come
+from the conformance runs, never from here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.cases import load_all
+from conformance.runner import RunOptions, run_case
+from conformance.selftest.engine import Faults
+from conformance.selftest.handle import ReferenceBrokerHandle
+
+OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
+
+# Cases whose verdict against a correct broker is informational by design (the spec leaves it open).
+INFORMATIONAL = {"2.5.6/2", "2.6.7/2", "2.6.7/8", "2.6.7/12"}
+
+# case id -> (fault that breaks its requirement, verdict it must then give, requirement(s) it may name)
+NO_CREDIT = ("2.6.7/no-send-without-credit", "2.6.7/credit-formula")   # extra transfers break both
+FAILING = {
+    "2.5.4/1": (Faults(answer_after_session_error=True), "fail", "2.5.4/session-error-end"),
+    "2.5.6/1": (Faults(ignore_incoming_window=True), "fail", "2.5.6/remote-incoming-window-decrement"),
+    "2.5.6/2": (Faults(drop_on_window_excess=True, window_violation_tolerated=False), "fail",
+                "2.5.4/session-error-end"),
+    "2.5.6/3": (Faults(next_outgoing_id_offset=1), "informational", "2.5.6/next-outgoing-id-serial"),
+    "2.5.6/4": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.5.6/5": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.5.6/6": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.6.7/1": (Faults(ignore_drain=True), "fail", "2.6.7/drain-advance"),
+    "2.6.7/2": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.6.7/3": (Faults(cumulative_credit=True), "fail", "2.6.7/credit-formula"),
+    "2.6.7/4": (Faults(cumulative_credit=True), "fail", "2.6.7/credit-formula"),
+    "2.6.7/5": (Faults(stale_count_as_credit=True), "fail", "2.6.7/credit-formula"),
+    "2.6.7/6": (Faults(stale_count_as_credit=True), "fail", "2.6.7/unknown-delivery-count"),
+    "2.6.7/7": (Faults(plain_arithmetic=True), "fail", "2.6.7/credit-formula"),
+    "2.6.7/8": (Faults(ignore_echo=True), "non-strict", "2.7.4/echo"),
+    "2.6.7/9": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.6.7/10": (Faults(receiver_delivery_count_offset=1), "fail", "2.7.4/receiver-delivery-count"),
+    "2.6.7/11": (Faults(receiver_delivery_count_offset=1), "fail", "2.7.4/receiver-delivery-count"),
+    "2.6.7/12": (Faults(drop_on_excess=True), "fail", "2.6.5/link-error-detach"),
+    "2.6.7/13": (Faults(echo_with_echo=True), "non-strict", "2.7.4/echo-no-loop"),
+    "2.6.7/14": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.6.8/1": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.6.8/2": (Faults(drain_without_advance=True), "fail", "2.6.7/drain-advance"),
+    "2.6.8/3": (Faults(ignore_drain=True), "fail", "2.6.7/drain-advance"),
+    "2.6.9/1": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.6.10/1": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.7.2/1": (Faults(ignore_handle_max=True), "fail", "2.7.2/handle-max"),
+    "2.7.3/1": (Faults(omit_initial_delivery_count=True), "fail", "2.7.3/initial-delivery-count-sender"),
+    "2.7.4/1": (Faults(delivery_count_offset=1), "fail", "2.7.4/sender-delivery-count-set"),
+    "2.7.4/2": (Faults(link_fields_in_session_flow=True), "fail", "2.7.4/link-fields-need-handle"),
+    "2.7.4/3": (Faults(ignore_unattached_handle=True), "fail", "2.7.4/unattached-handle"),
+    "2.7.4/4": (Faults(ignore_flow_without_delivery_count=True), "fail", "2.6.7/unknown-delivery-count"),
+    "2.7.5/1": (Faults(unsettled_in_settled_mode=True), "fail", "2.7.5/settled-mode-settled"),
+    "2.7.5/2": (Faults(no_delivery_id=True), "fail", "2.7.5/delivery-id-first"),
+}
+
+CASES = load_all()
+
+
+@pytest.fixture(scope="module")
+def good_broker():
+    broker = ReferenceBrokerHandle()
+    yield broker
+    broker.stop()
+
+
+def test_every_case_has_a_failing_self_test():
+    assert set(FAILING) == set(CASES), f"cases without a failing self-test: {set(CASES) - set(FAILING)}"
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_case_against_a_correct_broker(case_id, good_broker):
+    result = run_case(CASES[case_id], good_broker, OPTIONS)
+    expected = "informational" if case_id in INFORMATIONAL else "pass"
+    assert result.verdict.value == expected, f"{case_id}: {result.verdict.value}: {result.reason}"
+    assert result.transcripts, "every result carries its transcript"
+
+
+@pytest.mark.parametrize("case_id", list(FAILING))
+def test_case_fails_against_a_broker_breaking_its_requirement(case_id):
+    faults, verdict, requirement = FAILING[case_id]
+    broker = ReferenceBrokerHandle(faults)
+    try:
+        result = run_case(CASES[case_id], broker, OPTIONS)
+    finally:
+        broker.stop()
+    assert result.verdict.value == verdict, f"{case_id} with {faults}: {result.verdict.value}: {result.reason}"
+    allowed = requirement if isinstance(requirement, tuple) else (requirement,)
+    assert result.violated in allowed, f"{case_id}: named {result.violated}, expected {requirement}"
+    assert result.reason and result.expected is not None
