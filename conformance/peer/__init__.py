@@ -7,16 +7,17 @@
 
 from .connection import Peer, TLSOptions, Timeouts, matches
 from .errors import (
-    ConnectFailed, ConnectionLost, ExpectationTimeout, MalformedInput, PeerError, SaslFailed, UnexpectedFrame,
+    ConnectFailed, ConnectionLost, ExpectationTimeout, MalformedInput, PeerError, SaslFailed, ScriptError,
+    UnexpectedFrame,
 )
 from .ladder import summarize
-from .server import PeerServer, server_handshake
+from .server import PeerServer, ServerTLS, server_handshake
 from .state import LinkState, PeerState, SessionState
-from .transcript import Transcript
+from .transcript import SCHEMA, Entry, Transcript
 from .url import BrokerAddress, parse_url
 
 __all__ = [
-    "Peer", "PeerServer", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
+    "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
     "LinkState", "BrokerAddress", "parse_url", "PeerError", "ExpectationTimeout", "UnexpectedFrame",
-    "ConnectionLost", "MalformedInput", "ConnectFailed", "SaslFailed", "summarize", "matches",
+    "ConnectionLost", "MalformedInput", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches",
 ]

@@ -1,15 +1,31 @@
 """Errors of the scripted peer. Each says what was expected and lists what arrived instead.
 
-Connection-level failures are also ConformanceErrors, so the CLI maps them to their exit codes.
+All are `PeerError`s. Connection-level failures (unreachable, authentication, undecodable bytes) are also
+`ConformanceError`s, so the CLI maps them to their exit codes without a traceback.
 """
 
 from __future__ import annotations
 
 from ..errors import AuthenticationFailed, BrokerUnreachable, MalformedFrame
 
+SHOWN = 12   # how many of the most recent arrivals an error message lists
+
 
 class PeerError(Exception):
     """Base of everything the peer raises about the conversation."""
+
+
+class ScriptError(PeerError):
+    """The script asked for something impossible (a misspelt field, a channel with no session...)."""
+
+
+def arrivals(frames: list) -> str:
+    """The last frames that arrived, one ladder-style arrow each: `<- flow(handle=0, ...)`."""
+    if not frames:
+        return "nothing arrived"
+    shown = "; ".join("<- " + describe(f) for f in frames[-SHOWN:])
+    more = f" (last {SHOWN} of {len(frames)})" if len(frames) > SHOWN else ""
+    return f"arrived{more}: {shown}"
 
 
 class ExpectationTimeout(PeerError):
@@ -17,9 +33,7 @@ class ExpectationTimeout(PeerError):
         self.description = description
         self.waited = waited
         self.arrived = arrived
-        shown = "; ".join(describe(f) for f in arrived[-12:]) or "nothing"
-        more = f" (last 12 of {len(arrived)})" if len(arrived) > 12 else ""
-        super().__init__(f"timed out after {waited:.1f} s waiting for {description}; arrived{more}: {shown}")
+        super().__init__(f"timed out after {waited:.2f} s waiting for {description}; {arrivals(arrived)}")
 
 
 class UnexpectedFrame(PeerError):
@@ -34,16 +48,21 @@ class ConnectionLost(PeerError):
     def __init__(self, description: str, arrived: list):
         self.description = description
         self.arrived = arrived
-        shown = "; ".join(describe(f) for f in arrived[-8:]) or "nothing"
-        super().__init__(f"connection closed by the broker while waiting for {description}; last frames: {shown}")
+        super().__init__(f"connection closed by the other side while waiting for {description}; "
+                         f"{arrivals(arrived)}")
 
 
 class MalformedInput(PeerError, MalformedFrame):
-    def __init__(self, error, raw_tail: bytes):
+    """Bytes our codec cannot decode. `offset` is the stream offset (bytes since the connection began)."""
+
+    def __init__(self, error, raw: bytes, arrived: list | None = None):
         self.error = error
-        self.raw_tail = raw_tail
-        msg = (f"the broker sent bytes our codec cannot decode ({error}); the bytes around it: "
-               f"{raw_tail[-32:].hex()}")
+        self.offset = getattr(error, "offset", None)
+        self.reason = getattr(error, "reason", str(error))
+        self.raw = raw
+        self.arrived = arrived or []
+        msg = (f"the other side sent bytes our codec cannot decode at stream offset {self.offset}: {self.reason}; "
+               f"the bytes received: {raw[:32].hex()}{'...' if len(raw) > 32 else ''}")
         PeerError.__init__(self, msg)
         MalformedFrame.__init__(self, msg)
 

@@ -47,8 +47,10 @@ def _value(attr: str, value) -> str:
         return "true" if value else "false"
     if attr in SEQUENCE_FIELDS and isinstance(value, int) and value > 0xFFFF0000:
         return f"{int(value):#010x}"
-    if hasattr(value, "items") and not isinstance(value, dict):
+    if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
+    if hasattr(value, "items") and not isinstance(value, dict):
+        return ",".join(str(v) for v in value.items)
     if isinstance(value, int):
         return str(int(value))
     return str(value)
@@ -58,6 +60,9 @@ def summarize(item, fields: bool = True) -> str:
     """`flow(handle=0, delivery-count=0xfffffffb, link-credit=1)`, `header(AMQP)`, `empty frame`..."""
     if isinstance(item, ProtocolHeader):
         return f"header({item.name} {item.major}.{item.minor}.{item.revision})"
+    if isinstance(item, (bytes, bytearray)):
+        head = bytes(item[:16]).hex()
+        return f"raw bytes({len(item)}: {head}{'...' if len(item) > 16 else ''})"
     if isinstance(item, Frame):
         if item.body is None:
             return "empty frame"
@@ -81,19 +86,29 @@ def summarize(item, fields: bool = True) -> str:
 
 def render(entries, *, left: str = "peer", left_label: str = "Receiver (peer)",
            right_label: str = "Sender (broker)", width: int = 110) -> str:
-    """Render transcript entries as a ladder. `left` says which side ("peer" or "broker") is drawn left."""
-    col = (width - 16) // 2
-    lines = [f"{'t (ms)':>9}  {left_label:<{col}}  {right_label}", "=" * width]
+    """Render transcript entries as a ladder. `left` says which side ("peer" or "broker") is drawn left.
+
+    A frame from the left side is written left of a `---------->` arrow; a frame from the right side right
+    of a `<----------` arrow; a left-hand text too long for its column goes on its own line above its arrow.
+    Times are milliseconds since the transcript began; `[auto]` marks heartbeats the peer sent on its own.
+    """
+    col = max(24, (width - 24) // 2)
+    arrow_right, arrow_left = "-" * 10 + ">", "<" + "-" * 10
+    lines = [f"{'t (ms)':>9}  {left_label:<{col}}  {'':<11}  {right_label}", f"{'':>9}  " + "=" * (width - 11)]
     for e in entries:
         text = summarize(e.item)
         if e.auto:
             text += " [auto]"
-        from_left = (e.direction == "out") == (left == "peer")
-        arrow = "-" * 12 + ">" if from_left else "<" + "-" * 12
-        if from_left:
-            row = f"{text:<{col}} {arrow}"
+        if e.note and e.note != "raw bytes":
+            text += f" ({e.note})"
+        stamp = f"{e.t * 1000:9.1f}"
+        if (e.direction == "out") == (left == "peer"):
+            if len(text) > col:
+                lines.append(f"{stamp}  {text}")
+                lines.append(f"{'':>9}  {'':<{col}}  {arrow_right}")
+            else:
+                lines.append(f"{stamp}  {text:<{col}}  {arrow_right}")
         else:
-            row = f"{'':<{col}} {arrow} {text}"
-        lines.append(f"{e.t * 1000:9.1f}  {row}".rstrip())
-    lines.append("-" * width)
-    return "\n".join(lines)
+            lines.append(f"{stamp}  {'':<{col}}  {arrow_left}  {text}")
+    lines.append(f"{'':>9}  " + "-" * (width - 11))
+    return "\n".join(line.rstrip() for line in lines)

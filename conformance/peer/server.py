@@ -1,42 +1,84 @@
 """The peer in the server role: accept a connection on loopback and script the broker's side.
 
-The suite's own tests use it to stand in for a broker that misbehaves in exactly one way. Same script API
-as the client (`Peer`), plus `server_handshake()` for the broker's half of header/SASL/open.
+The suite's own tests use it to stand in for a broker that misbehaves in exactly one way. The accepted
+connection is an ordinary `Peer` (same script API, same transcript); `server_handshake()` plays the
+broker's half of header / SASL / open. Like the client role it never sends a frame on its own, except
+heartbeats when the client's open asked for an idle-time-out.
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
+from dataclasses import dataclass
 
+from ..errors import PortInUse
 from ..wire import AMQP_HEADER, SASL_HEADER, Open, SaslInit, SaslMechanisms, SaslOutcome, Symbol
-from ..wire.frames import SASL_FRAME
+from ..wire.frames import PROTOCOL_SASL, SASL_FRAME
 from .connection import Peer, Timeouts
 from .errors import ExpectationTimeout
 from .transcript import Transcript
 
 
+@dataclass(frozen=True)
+class ServerTLS:
+    """Certificate and key (PEM files) for a scripted broker that speaks TLS (`amqps://`)."""
+    cert_file: str
+    key_file: str
+
+    def context(self) -> ssl.SSLContext:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(self.cert_file, self.key_file)
+        return ctx
+
+
 class PeerServer:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, timeouts: Timeouts | None = None):
-        self.listener = socket.create_server((host, port))
+    """A listening socket on 127.0.0.1 (port 0: any free port). `accept()` returns the next client as a Peer.
+    With `tls`, every accepted connection is wrapped in TLS first (clients use `amqps://`)."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, timeouts: Timeouts | None = None,
+                 tls: ServerTLS | None = None):
+        try:
+            self.listener = socket.create_server((host, port))
+        except OSError as exc:
+            raise PortInUse(f"cannot listen on {host}:{port} ({exc.strerror or exc}); choose another port "
+                            "or port 0 for any free one") from None
         self.host, self.port = self.listener.getsockname()[:2]
         self.timeouts = timeouts or Timeouts()
+        self.tls = tls
+        self._tls_context = tls.context() if tls is not None else None
+        self.accepted: list[Peer] = []
 
     @property
     def url(self) -> str:
-        return f"amqp://{self.host}:{self.port}"
+        return f"{'amqps' if self.tls else 'amqp'}://{self.host}:{self.port}"
 
-    def accept(self, timeout: float | None = None) -> Peer:
+    def accept(self, timeout: float | None = None, *, container_id: str = "scripted-broker") -> Peer:
+        """Wait (bounded by `timeout`, default the connect timeout) for one client connection."""
         wait = self.timeouts.connect if timeout is None else timeout
         self.listener.settimeout(wait)
         try:
             sock, _ = self.listener.accept()
         except (socket.timeout, TimeoutError):
-            raise ExpectationTimeout("a client connection", wait, []) from None
+            raise ExpectationTimeout(f"a client connection on {self.host}:{self.port}", wait, []) from None
+        if self._tls_context is not None:
+            sock.settimeout(wait)      # bounds the TLS handshake
+            try:
+                sock = self._tls_context.wrap_socket(sock, server_side=True)
+            except (ssl.SSLError, OSError) as exc:
+                sock.close()
+                raise ExpectationTimeout(f"a TLS handshake from the client ({exc})", wait, []) from None
         sock.settimeout(None)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return Peer(sock, timeouts=self.timeouts, transcript=Transcript(label="client"), role="server")
+        peer = Peer(sock, timeouts=self.timeouts, transcript=Transcript(label="client"), role="server",
+                    container_id=container_id)
+        self.accepted.append(peer)
+        return peer
 
     def close(self) -> None:
+        """Stop listening and drop every accepted connection."""
+        for peer in self.accepted:
+            peer.disconnect()
         try:
             self.listener.close()
         except OSError:
@@ -49,20 +91,24 @@ class PeerServer:
         self.close()
 
 
-def server_handshake(peer: Peer, *, container_id: str = "scripted-broker", mechanisms=("ANONYMOUS", "PLAIN"),
-                     sasl_code: int = 0, **open_fields) -> Open:
-    """The broker's half: answer the client's headers, SASL and open. Returns the client's open."""
+def server_handshake(peer: Peer, *, mechanisms=("ANONYMOUS", "PLAIN"), sasl_code: int = 0,
+                     **open_fields) -> Open | None:
+    """The broker's half: answer the client's protocol header(s) (with SASL mechanisms and the outcome
+    `sasl_code` when it starts with SASL), then answer its open with ours (`open_fields` override).
+    Returns the client's open (None when the SASL outcome was a failure). The client's sasl-init is kept
+    in `peer.client_sasl_init`. Starts heartbeats if the client's open asked for an idle-time-out."""
     header = peer.expect_header()
-    if header.protocol_id == 3:
+    if header.protocol_id == PROTOCOL_SASL:
         peer.send_header(SASL_HEADER)
         peer.send(SaslMechanisms(sasl_server_mechanisms=[Symbol(m) for m in mechanisms]), frame_type=SASL_FRAME)
-        peer.expect(SaslInit)
+        peer.client_sasl_init = peer.expect(SaslInit).body
         peer.send(SaslOutcome(code=sasl_code), frame_type=SASL_FRAME)
         if sasl_code != 0:
             return None
-        header = peer.expect_header()
+        peer.expect_header(0)
     peer.send_header(AMQP_HEADER)
     client_open = peer.expect(Open).body
-    peer.send(Open(container_id=container_id, **open_fields))
+    peer.open(**open_fields)
     peer.remote_open = client_open
+    peer.start_heartbeats(client_open.idle_time_out)
     return client_open

@@ -1,8 +1,19 @@
 """The transcript of one connection: every protocol header and frame in and out, in order.
 
 This module owns what is recorded (monotonic time, direction, raw bytes, decoded performative) and the
-redaction of secrets: a SASL PLAIN initial-response is replaced before it is stored, in the decoded
-frame and in the raw bytes alike, so no rendering (JSON, ladder, logs) can show a password.
+redaction of secrets: a SASL initial-response / response is replaced before it is stored, in the decoded
+frame and in the raw bytes alike, and any registered secret (the URL's password) is masked in raw bytes
+and notes, so no rendering (JSON, ladder, logs) can show a password. It never touches sockets.
+
+JSON schema (`Transcript.to_json()`, version 1):
+    {"schema": "amqp-conformance/transcript/1", "label": str, "entries": [entry, ...]}
+    entry = {"index": int, "t": float seconds since the transcript began (monotonic clock),
+             "direction": "out" (peer -> other side) | "in", "name": "header" | "empty" | "raw" | performative
+             name ("flow", "sasl-init"...), "raw": hex of the exact bytes (redacted), "summary": str,
+             and for frames: "channel": int, "frame_type": "amqp" | "sasl", "fields": {"type": name,
+             field: value...} (only fields present; binary as {"binary": hex}, described as {"type", "value"}),
+             "payload_size": int; for headers: "protocol_id": int; optional "auto": true (heartbeats the peer
+             sent on its own), "note": str}
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from ..wire.frames import SASL_FRAME
 from . import ladder
 
 REDACTED = b"<redacted>"
+SCHEMA = "amqp-conformance/transcript/1"
 
 
 @dataclass
@@ -107,11 +119,30 @@ class Transcript:
         self.entries: list[Entry] = []
         self._t0 = time.monotonic()
         self._lock = threading.Lock()
+        self._secrets: list[bytes] = []
+
+    def add_secret(self, secret: str | bytes) -> None:
+        """Mask this secret wherever it would appear in raw bytes or notes recorded from now on."""
+        value = secret.encode() if isinstance(secret, str) else bytes(secret)
+        if len(value) >= 3:     # masking one or two bytes would corrupt every frame, not protect anything
+            with self._lock:
+                self._secrets.append(value)
+
+    def _scrub(self, data: bytes) -> bytes:
+        for secret in self._secrets:
+            if secret in data:
+                data = data.replace(secret, b"*" * len(secret))
+        return data
 
     def add(self, direction: str, item: Any, raw: bytes, *, auto: bool = False, note: str = "") -> Entry:
         if isinstance(item, Frame) and item.frame_type == SASL_FRAME:
             item = redact(item)
             raw = item.raw or raw
+        if self._secrets:
+            raw = self._scrub(bytes(raw))
+            if isinstance(item, (bytes, bytearray)):
+                item = raw
+            note = self._scrub(note.encode()).decode(errors="replace")
         with self._lock:
             entry = Entry(len(self.entries), time.monotonic() - self._t0, direction, item, raw, auto, note)
             self.entries.append(entry)
@@ -128,11 +159,21 @@ class Transcript:
             return list(self.entries)
 
     def to_json(self) -> dict:
-        return {"label": self.label, "entries": [e.to_json() for e in self.snapshot()]}
+        return {"schema": SCHEMA, "label": self.label, "entries": [e.to_json() for e in self.snapshot()]}
 
-    def ladder(self, *, peer_is_receiver: bool = True, width: int = 110) -> str:
+    def ladder(self, *, peer_is_receiver: bool = True, receiver_side: str | None = None, width: int = 110,
+               include_sasl: bool = True) -> str:
+        """The transcript as a ladder (Figures 2.43-2.46): the receiver of the link under study on the left.
+        `receiver_side="peer"|"broker"` is the same choice as `peer_is_receiver`."""
+        if receiver_side is not None:
+            if receiver_side not in ("peer", "broker"):
+                raise ValueError(f"receiver_side must be 'peer' or 'broker', not {receiver_side!r}")
+            peer_is_receiver = receiver_side == "peer"
+        entries = self.snapshot()
+        if not include_sasl:
+            entries = [e for e in entries if not (isinstance(e.item, Frame) and e.item.frame_type == SASL_FRAME)]
         if peer_is_receiver:
-            return ladder.render(self.snapshot(), left="peer", left_label="Receiver (peer)",
+            return ladder.render(entries, left="peer", left_label="Receiver (peer)",
                                  right_label=f"Sender ({self.label})", width=width)
-        return ladder.render(self.snapshot(), left="broker", left_label=f"Receiver ({self.label})",
+        return ladder.render(entries, left="broker", left_label=f"Receiver ({self.label})",
                              right_label="Sender (peer)", width=width)

@@ -1,0 +1,305 @@
+"""Managed brokers: provision once, start as throwaway loopback nodes, stop and clean up.
+
+This module owns the lifecycle shared by every managed broker: the cache directory, a file lock around
+provisioning, free loopback ports, bounded readiness waits, the state file that `brokers down` and
+`brokers status` read, and cleanup at exit or on a signal. Broker-specific steps live in `rabbitmq` and
+`proton_c`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from ..errors import BrokerStartFailed, PermissionProblem, ProvisionFailed
+
+
+def cache_dir() -> Path:
+    path = Path(os.environ.get("AMQP_CONFORMANCE_CACHE", Path.home() / ".cache" / "amqp-conformance"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def state_dir() -> Path:
+    path = cache_dir() / "nodes"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def progress(message: str) -> None:
+    print(f"[amqp-conformance] {message}", file=__import__("sys").stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with contextlib.suppress(OSError):
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    return False
+
+
+def run(argv: list[str], *, timeout: float, what: str, env: dict | None = None, check: bool = True,
+        error=ProvisionFailed) -> subprocess.CompletedProcess:
+    """Run a command with a bound; a failure raises `error` with the command's last output lines."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+    except FileNotFoundError:
+        raise error(f"{what}: {argv[0]} is not installed; run `./dev setup all`") from None
+    except subprocess.TimeoutExpired:
+        raise error(f"{what}: `{' '.join(argv[:3])} ...` did not finish within {timeout:.0f} s") from None
+    if check and proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        raise error(f"{what} failed (exit {proc.returncode}): {' | '.join(tail)}")
+    return proc
+
+
+def require_root(what: str) -> None:
+    if os.geteuid() != 0:
+        raise PermissionProblem(f"{what} needs root (apt, chroot); run as root or point --broker at a running "
+                                "broker URL instead")
+
+
+_apt_updated = False
+
+
+def apt_install(packages: list[str], what: str) -> None:
+    """Install Debian packages that are missing (one `apt-get update` per process at most)."""
+    global _apt_updated
+    missing = [p for p in packages if subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True,
+                                                     text=True).stdout.strip() != "install ok installed"]
+    if not missing:
+        return
+    require_root(what)
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    if not _apt_updated:
+        progress("apt-get update")
+        run(["apt-get", "update"], timeout=600, what=f"{what}: apt-get update", env=env)
+        _apt_updated = True
+    progress(f"apt-get install {' '.join(missing)}")
+    run(["apt-get", "install", "-y", "--no-install-recommends", *missing], timeout=1200,
+        what=f"{what}: apt-get install", env=env)
+
+
+def debian_mirror() -> str:
+    """The Debian archive URI this machine's apt uses (deb822 sources or sources.list)."""
+    for path in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
+        uris, suites = None, None
+        for line in path.read_text().splitlines():
+            if line.startswith("URIs:"):
+                uris = line.split(":", 1)[1].split()
+            elif line.startswith("Suites:"):
+                suites = line.split(":", 1)[1].split()
+            elif not line.strip():
+                if uris and suites and any(not s.endswith("-security") for s in suites):
+                    return uris[0]
+                uris, suites = None, None
+        if uris and suites and any(not s.endswith("-security") for s in suites):
+            return uris[0]
+    for path in [Path("/etc/apt/sources.list"), *Path("/etc/apt/sources.list.d").glob("*.list")]:
+        if path.exists():
+            for line in path.read_text().splitlines():
+                parts = line.split()
+                if len(parts) >= 3 and parts[0] == "deb" and "security" not in parts[2]:
+                    return parts[1] if not parts[1].startswith("[") else parts[2]
+    raise ProvisionFailed("cannot find a Debian mirror in /etc/apt/sources.list*; configure apt first")
+
+
+@dataclass
+class NodeRecord:
+    """What `brokers status` and `brokers down` need to know about a running node."""
+
+    name: str
+    kind: str
+    url: str
+    pid: int
+    workdir: str
+    started_at: float
+    owner_pid: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return state_dir() / f"{self.name}.json"
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self)))
+        os.replace(tmp, self.path)
+
+    @classmethod
+    def load_all(cls) -> list["NodeRecord"]:
+        out = []
+        for p in sorted(state_dir().glob("*.json")):
+            with contextlib.suppress(ValueError, TypeError, OSError):
+                out.append(cls(**json.loads(p.read_text())))
+        return out
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ManagedBroker:
+    """Base: subclasses implement provision(), _start(node) and _stop(node)."""
+
+    kind = ""
+    description = ""
+    profile_name = ""
+    startup_timeout = 90.0
+
+    def __init__(self):
+        self.node: NodeRecord | None = None
+        self.log_path: Path | None = None
+        self.tools: dict[str, list[str]] = {}
+        self.env: dict[str, str] = {}
+        self.process: subprocess.Popen | None = None
+
+    # -- provisioning ----------------------------------------------------------------------------------
+
+    def provision(self) -> None:
+        raise NotImplementedError
+
+    def provisioned(self) -> bool:
+        raise NotImplementedError
+
+    def ensure_provisioned(self) -> float:
+        """Provision under a file lock (xdist workers, parallel runs); return seconds spent (0 if cached)."""
+        if self.provisioned():
+            return 0.0
+        t0 = time.monotonic()
+        lock = FileLock(str(cache_dir() / f"provision-{self.kind}.lock"))
+        try:
+            with lock.acquire(timeout=1800):
+                if not self.provisioned():
+                    progress(f"provisioning {self.kind} (first time only; cached in {cache_dir()})")
+                    self.provision()
+        except Timeout:
+            raise ProvisionFailed(f"waited 30 min for another process provisioning {self.kind}; remove "
+                                  f"{lock.lock_file} if no provisioning is running") from None
+        return time.monotonic() - t0
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def start(self) -> NodeRecord:
+        self.ensure_provisioned()
+        workdir = Path(tempfile.mkdtemp(prefix=f"amqp-conformance-{self.kind}-"))
+        self.log_path = workdir / "broker.log"
+        t0 = time.monotonic()
+        try:
+            node = self._start(workdir)
+        except BaseException:
+            self._cleanup_failed(workdir)
+            raise
+        node.extra["ready_seconds"] = round(time.monotonic() - t0, 2)
+        node.save()
+        self.node = node
+        _RUNNING.append(self)
+        return node
+
+    def _cleanup_failed(self, workdir: Path) -> None:
+        if self.process is not None:
+            with contextlib.suppress(Exception):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    def stop(self) -> None:
+        node = self.node
+        if node is None:
+            return
+        with contextlib.suppress(Exception):
+            self._stop(node)
+        if self.process is not None:
+            with contextlib.suppress(Exception):
+                self.process.wait(timeout=15)
+            with contextlib.suppress(Exception):
+                os.killpg(self.process.pid, signal.SIGKILL)
+        shutil.rmtree(node.workdir, ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            node.path.unlink()
+        self.node = None
+        if self in _RUNNING:
+            _RUNNING.remove(self)
+
+    def _spawn(self, argv: list[str], env: dict, workdir: Path) -> subprocess.Popen:
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=env, cwd=str(workdir), start_new_session=True)
+        return self.process
+
+    def wait_ready(self, check, what: str) -> None:
+        """Poll `check()` until true, bounded by startup_timeout; fail with the log tail."""
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise BrokerStartFailed(f"{self.kind} exited during startup (code {self.process.returncode}); "
+                                        f"log tail: {self.log_tail(5, one_line=True)}")
+            if check():
+                return
+            time.sleep(0.2)  # bounded-wait-ok: readiness polling with a deadline
+        raise BrokerStartFailed(f"{self.kind} not ready ({what}) within {self.startup_timeout:.0f} s; log tail: "
+                                f"{self.log_tail(5, one_line=True)}")
+
+    def log_tail(self, lines: int = 40, one_line: bool = False) -> str:
+        text = ""
+        paths = [self.log_path] + list(self._extra_logs())
+        for path in paths:
+            if path is not None and Path(path).exists():
+                text += Path(path).read_text(errors="replace")
+        tail = text.strip().splitlines()[-lines:]
+        return " | ".join(t.strip() for t in tail) if one_line else "\n".join(tail)
+
+    def _extra_logs(self):
+        return []
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _start(self, workdir: Path) -> NodeRecord:
+        raise NotImplementedError
+
+    def _stop(self, node: NodeRecord) -> None:
+        raise NotImplementedError
+
+
+_RUNNING: list[ManagedBroker] = []
+
+
+def stop_all() -> None:
+    for broker in list(_RUNNING):
+        with contextlib.suppress(Exception):
+            broker.stop()
+
+
+def _on_signal(signum, frame):
+    stop_all()
+    raise SystemExit(128 + signum)
+
+
+atexit.register(stop_all)
+for _sig in (signal.SIGTERM, signal.SIGHUP):
+    with contextlib.suppress(ValueError):   # not in the main thread
+        if signal.getsignal(_sig) in (signal.SIG_DFL, None):
+            signal.signal(_sig, _on_signal)

@@ -1,0 +1,205 @@
+"""Managed RabbitMQ nodes: 3.10 from Debian bookworm (AMQP 1.0 plugin) on the host, and 4.0 from Debian
+trixie (native AMQP 1.0) inside a debootstrap root, because trixie's Erlang needs a newer glibc.
+
+Each node is a throwaway: its own directory, node name, AMQP port, distribution port and epmd port, all on
+127.0.0.1, configured only through RABBITMQ_* environment variables and a config file in its directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from ..errors import BrokerStartFailed, ProvisionFailed
+from ..peer import Peer, PeerError, Timeouts
+from .managed import (
+    ManagedBroker, NodeRecord, apt_install, cache_dir, debian_mirror, free_port, port_open, progress,
+    require_root, run,
+)
+
+RABBIT_BIN = "/usr/lib/rabbitmq/bin"
+
+
+def _raise_nofile():
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(65536, hard), hard))
+
+
+class RabbitMQBase(ManagedBroker):
+    profile_name = "rabbitmq-4"
+    plugins = "[]."
+    startup_timeout = 120.0
+    version = ""
+
+    def _node_env(self, data_dir: str, port: int, dist_port: int, epmd_port: int, node: str) -> dict:
+        return {
+            "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "LANG": "C.UTF-8",
+            "HOME": data_dir,
+            "RABBITMQ_NODENAME": node,
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_NODE_PORT": str(port),
+            "RABBITMQ_DIST_PORT": str(dist_port),
+            "RABBITMQ_CONFIG_FILE": f"{data_dir}/rabbitmq.conf",
+            "RABBITMQ_MNESIA_BASE": f"{data_dir}/mnesia",
+            "RABBITMQ_LOG_BASE": f"{data_dir}/log",
+            "RABBITMQ_LOGS": f"{data_dir}/log/rabbit.log",
+            "RABBITMQ_ENABLED_PLUGINS_FILE": f"{data_dir}/enabled_plugins",
+            "RABBITMQ_PID_FILE": f"{data_dir}/rabbit.pid",
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+            "ERL_EPMD_PORT": str(epmd_port),
+            "ERL_EPMD_ADDRESS": "127.0.0.1",
+        }
+
+    def _write_config(self, host_dir: Path, port: int) -> None:
+        (host_dir / "log").mkdir(parents=True, exist_ok=True)
+        (host_dir / "mnesia").mkdir(parents=True, exist_ok=True)
+        (host_dir / "rabbitmq.conf").write_text(
+            f"listeners.tcp.default = 127.0.0.1:{port}\n"
+            "loopback_users = none\n"
+            "log.file.level = info\n"
+            "log.console = false\n")
+        (host_dir / "enabled_plugins").write_text(self.plugins + "\n")
+
+    # the command prefix that runs a program in the node's environment (host or chroot)
+    def _wrap(self, argv: list[str], env: dict) -> tuple[list[str], dict]:
+        return argv, env
+
+    def _start(self, workdir: Path) -> NodeRecord:
+        host_dir, data_dir = self._data_dirs(workdir)
+        port, dist_port, epmd_port = free_port(), free_port(), free_port()
+        node = f"amqpc{port}@localhost"
+        self._write_config(host_dir, port)
+        env = self._node_env(data_dir, port, dist_port, epmd_port, node)
+        argv, spawn_env = self._wrap([f"{RABBIT_BIN}/rabbitmq-server"], env)
+        ctl, ctl_env = self._wrap([f"{RABBIT_BIN}/rabbitmqctl", "-n", node], env)
+        diag, _ = self._wrap([f"{RABBIT_BIN}/rabbitmq-diagnostics", "-n", node], env)
+        epmd, _ = self._wrap(["epmd", "-port", str(epmd_port)], env)
+        self.tools = {"rabbitmqctl": ctl, "rabbitmq-diagnostics": diag, "epmd": epmd}
+        self.env = ctl_env
+        self._rabbit_log = host_dir / "log" / "rabbit.log"
+        progress(f"starting {self.kind} on 127.0.0.1:{port}")
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        env=spawn_env, cwd=str(workdir), start_new_session=True,
+                                        preexec_fn=_raise_nofile)
+        url = f"amqp://guest:guest@127.0.0.1:{port}"
+        self.wait_ready(lambda: port_open(port) and _amqp_ready(url), f"AMQP 1.0 open on port {port}")
+        return NodeRecord(name=node.split("@")[0], kind=self.kind, url=url, pid=self.process.pid,
+                          workdir=str(workdir), started_at=time.time(), owner_pid=os.getpid(),
+                          extra={"node": node, "epmd_port": epmd_port, "version": self.version,
+                                 "tools": self.tools})
+
+    def _extra_logs(self):
+        log = getattr(self, "_rabbit_log", None)
+        return [log] if log is not None else []
+
+    def _stop(self, node: NodeRecord) -> None:
+        ctl = self.tools.get("rabbitmqctl")
+        if ctl:
+            with contextlib.suppress(Exception):
+                subprocess.run([*ctl, "shutdown"], env=self.env, capture_output=True, timeout=30)
+        epmd = self.tools.get("epmd")
+        if epmd:
+            with contextlib.suppress(Exception):
+                subprocess.run([*epmd, "-kill"], env=self.env, capture_output=True, timeout=10)
+
+    def _data_dirs(self, workdir: Path) -> tuple[Path, str]:
+        return workdir / "node", str(workdir / "node")
+
+
+def _amqp_ready(url: str) -> bool:
+    try:
+        peer = Peer.connect(url, timeouts=Timeouts(frame=3.0, connect=1.0))
+    except PeerError:
+        return False
+    try:
+        peer.handshake(sasl="PLAIN")
+        return True
+    except PeerError:
+        return False
+    finally:
+        peer.close()
+
+
+class RabbitMQ310(RabbitMQBase):
+    kind = "rabbitmq-3.10"
+    description = "RabbitMQ 3.10.8 from Debian bookworm with the AMQP 1.0 plugin"
+    profile_name = "rabbitmq-3"
+    plugins = "[rabbitmq_amqp1_0]."
+    version = "3.10.8"
+
+    def provisioned(self) -> bool:
+        return Path(f"{RABBIT_BIN}/rabbitmq-server").exists() and Path(
+            "/usr/lib/rabbitmq/lib").exists() and any(Path("/usr/lib/rabbitmq/lib").glob(
+                "rabbitmq_server-*/plugins/rabbitmq_amqp1_0*"))
+
+    def provision(self) -> None:
+        apt_install(["rabbitmq-server"], "provisioning rabbitmq-3.10")
+        if not self.provisioned():
+            raise ProvisionFailed("rabbitmq-server is installed but has no rabbitmq_amqp1_0 plugin")
+        # Debian starts nothing under apt here (no systemd), but a package may have left a node running
+        subprocess.run(["pkill", "-f", "beam.*-sname rabbit@"], capture_output=True)
+
+
+class RabbitMQ40(RabbitMQBase):
+    kind = "rabbitmq-4.0"
+    description = "RabbitMQ 4.0.5 from Debian trixie (native AMQP 1.0), in a debootstrap root"
+    profile_name = "rabbitmq-4"
+    version = "4.0.5"
+
+    @property
+    def root(self) -> Path:
+        return cache_dir() / "rabbitmq-4.0-root"
+
+    def provisioned(self) -> bool:
+        return (self.root / "usr/lib/rabbitmq/bin/rabbitmq-server").exists()
+
+    def provision(self) -> None:
+        require_root("provisioning rabbitmq-4.0")
+        apt_install(["debootstrap"], "provisioning rabbitmq-4.0")
+        partial = self.root.with_name(self.root.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        mirror = debian_mirror()
+        progress("debootstrap trixie with rabbitmq-server (about a minute)")
+        run(["debootstrap", "--variant=minbase", "--include=rabbitmq-server", "trixie", str(partial), mirror],
+            timeout=1800, what="debootstrap of Debian trixie for rabbitmq-4.0")
+        shutil.rmtree(partial / "var/cache/apt/archives", ignore_errors=True)
+        (partial / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
+        os.replace(partial, self.root)
+
+    def _data_dirs(self, workdir: Path) -> tuple[Path, str]:
+        name = workdir.name
+        host_dir = self.root / "var/tmp" / name
+        host_dir.mkdir(parents=True, exist_ok=True)
+        self._chroot_dir = host_dir
+        return host_dir, f"/var/tmp/{name}"
+
+    def _wrap(self, argv: list[str], env: dict) -> tuple[list[str], dict]:
+        pairs = [f"{k}={v}" for k, v in env.items()]
+        return ["chroot", str(self.root), "/usr/bin/env", "-i", *pairs, *argv], {"PATH": os.environ.get(
+            "PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
+
+    def _start(self, workdir: Path) -> NodeRecord:
+        self._mount_proc()
+        return super()._start(workdir)
+
+    def _mount_proc(self) -> None:
+        proc = self.root / "proc"
+        if not (proc / "self").exists():
+            run(["mount", "-t", "proc", "proc", str(proc)], timeout=30, what="mounting /proc in the trixie root",
+                error=BrokerStartFailed)
+
+    def _stop(self, node: NodeRecord) -> None:
+        super()._stop(node)
+        shutil.rmtree(getattr(self, "_chroot_dir", ""), ignore_errors=True) if getattr(self, "_chroot_dir", None) else None
+        others = [p for p in (self.root / "var/tmp").glob("amqp-conformance-*")]
+        if not others:
+            with contextlib.suppress(Exception):
+                subprocess.run(["umount", "-l", str(self.root / "proc")], capture_output=True, timeout=10)
