@@ -343,7 +343,7 @@ class SessionScript:
         queue = self.links[0].queue if self.links else None
         if queue is None:
             return
-        handle = self._next_handle() + 1000
+        handle = self._next_handle()          # free again once the barrier link is detached
         name = self._link_name("barrier")
         self.peer.send(Attach(name=name, handle=handle, role=False, source=Source(),
                               target=Target(address=self.ctx.address(queue, "target")), initial_delivery_count=0),
@@ -356,8 +356,9 @@ class SessionScript:
 
     # -- errors ------------------------------------------------------------------------------------------
 
-    def expect_session_error(self, condition: str, requirement: str) -> Any:
-        """The broker ends this session with `condition` (a close of the connection is reported as such)."""
+    def expect_session_error(self, condition: str | None, requirement: str) -> Any:
+        """The broker ends this session with `condition` (None: any error); closing the connection instead
+        is a violation of `requirement`."""
         try:
             frame = self.peer.expect((End, Close), where=lambda f: isinstance(f.body, Close)
                                      or f.channel == self.remote_channel)
@@ -369,9 +370,12 @@ class SessionScript:
         if isinstance(frame.body, Close):
             raise violation(requirement, f"the broker closed the connection ({got}) instead of ending the session",
                             expected=f"end(error={condition})", actual=summarize(frame))
-        if got != condition:
+        if condition is not None and got != condition:
             raise violation(requirement, f"the broker ended the session with {got} instead of {condition}",
                             expected=f"end(error={condition})", actual=summarize(frame))
+        if condition is None and got is None:
+            raise violation(requirement, "the broker ended the session without an error",
+                            expected="end(error=...)", actual=summarize(frame))
         return frame.body
 
     def expect_connection_error(self, condition: str, requirement: str) -> Any:
@@ -662,9 +666,16 @@ class SenderScript(LinkScript):
                         accepted.append(self.sent[did])
         return accepted
 
+    def rejected_count(self) -> int:
+        from ..wire import Rejected
+        return sum(1 for item in self.peer.arrived if isinstance(getattr(item, "body", None), Disposition)
+                   and isinstance(item.body.state, Rejected))
+
     def publish_until_throttled(self, limit: int) -> str:
         """Send messages while the broker lets us; report how it stopped us."""
         for i in range(limit):
+            if self.rejected_count():
+                return "transfers rejected"
             s = self.session.state
             if self.peer.closed_by_remote:
                 return "connection closed"
@@ -684,7 +695,12 @@ class SenderScript(LinkScript):
                 self.transfer(f"{self.queue}!{i}".encode())
             except ConnectionLost:
                 return "connection closed"
-        return "not throttled"
+        try:   # outcomes of the last transfers
+            self.peer.expect(Disposition, timeout=self.ctx.options.quiet_period,
+                             where=lambda f: type(f.body.state).__name__ == "Rejected")
+            return "transfers rejected"
+        except ExpectationTimeout:
+            return "not throttled"
 
     def publish_after_clear(self, count: int) -> bool:
         for i in range(count):

@@ -1,7 +1,7 @@
 """2.7.2 Begin (handle-max), 2.7.3 Attach (initial-delivery-count), 2.7.5 Transfer (settled, delivery-id),
 2.6.14 multi-frame deliveries, and 2.5.4 session errors — the flow-control parts of these performatives."""
 
-from .base import case
+from .base import CaseConclusion, case
 
 
 @case("2.7.2/1", "Attach with a handle above the broker's handle-max: connection closed with framing-error",
@@ -77,18 +77,24 @@ def multi_frame_delivery(ctx):
 
 
 @case("2.5.4/1", "After a session error the broker discards frames until our end",
-      ["2.5.4/session-error-end", "2.7.4/unattached-handle"],
-      expectation="provoke end(unattached-handle); then send a flow on that session -> nothing comes back; "
-                  "our end completes the session and the connection stays usable")
+      ["2.5.4/session-error-end"],
+      expectation="provoke a session error (flow on an unattached handle) -> end(error); then send flow(echo=true) "
+                  "on that session -> nothing comes back; our end completes it and a new session works")
 def session_error_discards(ctx):
     """It MUST then proceed to discard all incoming frames from the remote endpoint until our end."""
     session = ctx.session()
     session.flow(handle=9, link_credit=1, delivery_count=0)
-    session.expect_session_error("amqp:session:unattached-handle", requirement="2.7.4/unattached-handle")
+    try:
+        session.expect_session_error(None, requirement="2.5.4/session-error-end")
+    except CaseConclusion as c:
+        if ctx.observations.get("answered_with") == "close":
+            return ctx.informational("the broker closed the connection instead of ending the session: discarding "
+                                     "after a session error cannot be observed", answered=c.actual)
+        raise
     session.flow(echo=True)
     session.expect_silence(requirement="2.5.4/session-error-end",
                            why="frames after the broker's end must be discarded")
     session.end()
     fresh = session.connection.begin()
-    fresh.echo(requirement="2.7.4/echo")
+    fresh.attach_receiver(ctx.queue())
     return ctx.passed("frames after the session error were discarded; a new session works")
