@@ -69,7 +69,16 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
+        argv = list(__import__("sys").argv[1:] if argv is None else argv)
+        extra: list[str] = []
+        if "--" in argv:
+            cut = argv.index("--")
+            argv, extra = argv[:cut], argv[cut + 1:]
         args = parser.parse_args(argv)
+        if extra:
+            if getattr(args, "command", None) != "run":
+                raise UsageError("only `run` passes options after -- to pytest")
+            args.pytest_args = list(getattr(args, "pytest_args", [])) + extra
         if not getattr(args, "command", None):
             parser.print_help()
             return 0

@@ -1,0 +1,63 @@
+"""One pytest test per (case, broker). The verdict is the case's; pytest's outcome only mirrors it:
+pass and informational pass, non-strict passes with a warning, unsupported is skipped with its reason,
+fail fails, error fails with "ERROR:" (the run broke, not the broker)."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from conformance.runner import run_case
+from conformance.verdict import Verdict
+
+
+class NonStrict(UserWarning):
+    """A SHOULD-level requirement was broken."""
+
+
+def test_case(conformance_case, conformance_broker, conformance_options, conformance_run, record_property):
+    result = run_case(conformance_case, conformance_broker, conformance_options)
+    if conformance_run is not None:
+        conformance_run.record(result)
+    record_property("verdict", result.verdict.value)
+    record_property("requirements", " ".join(result.requirement_ids))
+    record_property("reason", result.reason)
+    _allure(conformance_case, result)
+    message = f"{result.verdict.value.upper()} {result.case_id} on {result.broker}: {result.reason}"
+    if result.violated:
+        message += f"\n  Requirement: {result.violated}\n  Expected: {result.expected}\n  Actual: {result.actual}"
+    if result.verdict is Verdict.FAIL:
+        pytest.fail(message + "\n\n" + "\n\n".join(result.ladders[-1:]), pytrace=False)
+    if result.verdict is Verdict.ERROR:
+        pytest.fail("ERROR: " + message + ("\n" + result.broker_log_tail if result.broker_log_tail else ""),
+                    pytrace=False)
+    if result.verdict is Verdict.UNSUPPORTED:
+        pytest.skip(f"unsupported: {result.reason}")
+    if result.verdict is Verdict.NON_STRICT:
+        warnings.warn(NonStrict(message))
+
+
+def _allure(spec, result) -> None:
+    try:
+        import allure
+    except ImportError:
+        return
+    from conformance import catalogue
+    part = catalogue.get(spec.requirements[0]).part
+    allure.dynamic.parent_suite(part)
+    allure.dynamic.suite(f"§{spec.section}")
+    allure.dynamic.title(f"{spec.id} {spec.title} [{result.broker}]")
+    for rid in spec.requirements:
+        allure.dynamic.story(rid)
+    severity = {"MUST": allure.severity_level.CRITICAL, "SHOULD": allure.severity_level.NORMAL,
+                "MAY": allure.severity_level.MINOR}.get(spec.level, allure.severity_level.TRIVIAL)
+    allure.dynamic.severity(severity)
+    allure.dynamic.label("verdict", result.verdict.value)
+    allure.dynamic.description(f"{spec.expectation}\n\nVerdict: {result.verdict.value}: {result.reason}")
+    for i, ladder in enumerate(result.ladders, 1):
+        allure.attach(ladder, name=f"ladder (connection {i})", attachment_type=allure.attachment_type.TEXT)
+    if result.transcripts:
+        import json
+        allure.attach(json.dumps(result.transcripts, indent=1), name="frames",
+                      attachment_type=allure.attachment_type.JSON)
