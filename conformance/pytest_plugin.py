@@ -68,11 +68,9 @@ def _write_fatal(config, exc) -> None:
             json.dump({"message": exc.message, "exit_code": exc.exit_code}, fh)
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):  # pytest-xdist controller hook
     node.workerinput["amqp_conformance_brokers"] = json.dumps(node.config._amqp_records)
-
-
-pytest_configure_node.optionalhook = True  # type: ignore[attr-defined]
 
 
 def _stop_started(config) -> None:

@@ -182,8 +182,12 @@ def decode_frame(raw: bytes, offset: int = 0) -> Frame:
     if size != len(raw):
         raise DecodeError(offset, f"frame SIZE {size} disagrees with the {len(raw)} bytes given")
     body_start = doff * 4
-    if ftype == SASL_FRAME:
-        channel = 0 if channel == 0 else channel  # ignored for SASL (§5.3.1)
+    if doff < 2:
+        raise DecodeError(offset + 4, f"frame DOFF {doff} is less than 2 (§2.3.1)")
+    if body_start > size:
+        raise DecodeError(offset + 4, f"frame DOFF {doff} points past the frame end (SIZE {size})")
+    if ftype not in (AMQP_FRAME, SASL_FRAME):
+        raise DecodeError(offset + 5, f"unknown frame TYPE 0x{ftype:02x}")
     if body_start == size:
         if ftype == SASL_FRAME:
             raise DecodeError(offset, "empty SASL frame (§5.3.1: an irrecoverable error)")
