@@ -329,11 +329,17 @@ class SessionScript:
         self.flow(incoming_window=window)
 
     def echo(self, requirement: str) -> Flow:
-        """flow(echo=true) without a handle; returns the broker's next flow on this session."""
+        """flow(echo=true) without a handle; returns the broker's next flow on this session that reflects
+        every transfer we sent (earlier flows, sent before the broker processed them, are skipped)."""
         mark = self.peer.mark()
+        ours = self.state.next_outgoing_id
         self.peer.flow(self.channel, echo=True)
+
+        def current(f):
+            nii = f.body.next_incoming_id
+            return nii is None or serial_diff(int(nii), ours) <= 0
         try:
-            return self.peer.expect(Flow, channel=self.remote_channel, after=mark).body
+            return self.peer.expect(Flow, channel=self.remote_channel, after=mark, where=current).body
         except ExpectationTimeout as exc:
             raise violation(requirement, "the broker did not answer flow(echo=true)",
                             expected="a flow from the broker", actual=_arrived_text(exc)) from None
@@ -471,6 +477,12 @@ class LinkScript:
         from ..wire import SequenceNo
         return SequenceNo(self.state.delivery_count)
 
+    def require_credit(self, flow: Flow, expected: int, *, requirement: str, why: str) -> None:
+        got = flow.link_credit
+        self.ctx.require(got is not None and int(got) == expected, requirement,
+                         f"link-credit {got} in the broker's flow, expected {expected}: {why}",
+                         expected=f"link-credit {expected}", actual=f"link-credit {got}")
+
     def require_delivery_count(self, flow: Flow, expected: int, *, requirement: str, why: str) -> None:
         expected = int(expected) & 0xFFFFFFFF
         got = flow.delivery_count
@@ -493,7 +505,9 @@ class ReceiverScript(LinkScript):
         if delivery_count is not AUTO:
             values["delivery_count"] = int(delivery_count) & 0xFFFFFFFF if delivery_count is not None else None
         self._mark = self.peer.mark()
-        self.session.flow(**values)
+        sent = self.peer.flow(self.session.channel, **values).body
+        base = sent.delivery_count if sent.delivery_count is not None else self.state.initial_delivery_count
+        return serial_add(int(base), link_credit)      # the delivery-limit this flow identifies
 
     def _expect_transfer(self, requirement: str, count_so_far: int, wanted: int, timeout: float | None):
         try:
@@ -630,14 +644,22 @@ class SenderScript(LinkScript):
         return frame
 
     def echo(self, *, requirement: str) -> Flow:
+        """flow(echo=true) on this sender link; returns the broker's flow that reflects every transfer sent
+        (flows the broker sent before it processed them may arrive first and are skipped). A flow ahead of
+        our delivery-count is returned at once (the caller's check fails it)."""
         mark = self.peer.mark()
+        ours = self.state.delivery_count
         self.peer.flow(self.session.channel, handle=self.handle, link_credit=None, echo=True)
+
+        def current(f):
+            dc = f.body.delivery_count
+            return dc is None or serial_diff(int(dc), ours) <= 0
         try:
             return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    after=mark).body
+                                    after=mark, where=current).body
         except (ExpectationTimeout, ConnectionLost) as exc:
-            raise violation(requirement, "the broker did not answer flow(echo=true) on the publisher link",
-                            expected="a flow for this link", actual=_arrived_text(exc)) from None
+            raise violation(requirement, "the broker did not answer flow(echo=true) on the publisher link with "
+                            "its current state", expected="a flow for this link", actual=_arrived_text(exc)) from None
 
     def expect_handled_or_detached(self, sent: int, *, condition: str, requirement: str) -> str:
         try:

@@ -16,13 +16,21 @@ LATE = 20
                   f"no transfer after it, not even for {LATE} messages queued later; new credit delivers the rest "
                   "in order, nothing lost or duplicated")
 def stopping_a_link(ctx):
-    """Figure 2.46: in-flight transfers (1) may still arrive; after the sender's flow (2), no more."""
+    """Figure 2.46: in-flight transfers (1) may still arrive; after the sender's flow (2), no more.
+    A small session window keeps most of the credit unused at the broker when the stop arrives, so the
+    broker's answer shows whether it set its link-credit to 0, whatever the timing."""
     queue = ctx.queue(preload=QUEUED)
-    link = ctx.session().attach_receiver(queue)
+    session = ctx.session(incoming_window=20)
+    link = session.attach_receiver(queue)
     link.flow(link_credit=QUEUED)
     link.expect_transfers(10, requirement="2.6.7/no-send-without-credit")
     link.flow(link_credit=0, echo=True)
-    echoed = link.expect_flow(requirement="2.7.4/echo", link_credit=0)      # (2)
+    mark = link._mark
+    session.set_incoming_window(2048)       # processed after the stop: only what was in flight may come
+    link._mark = mark
+    echoed = link.expect_flow(requirement="2.7.4/echo")                      # (2)
+    link.require_credit(echoed, 0, requirement="2.6.7/credit-formula",
+                        why="the receiver set link-credit to 0")
     in_flight = link.take_transfers_before(echoed) - 10                      # (1)
     link.expect_no_transfer(requirement="2.6.7/no-send-without-credit",
                             why="the echoed flow showed link-credit 0 at the sender")

@@ -1,8 +1,18 @@
 """The scripted peer: speaks raw AMQP 1.0 to a broker (or plays one), records everything it sees.
 
-- `Peer.connect(url)` / `PeerServer().accept()`: a connection driven frame by frame by a script.
-- `peer.expect(...)`, `peer.expect_nothing(...)`, `peer.expect_error(...)`: bounded, named waits.
-- `Transcript`: every header and frame in and out, redacted; JSON and ladder diagrams.
+Owns the socket side of the suite; never decides a verdict, never sends a frame the script did not ask
+for except heartbeats (empty frames at half the other side's idle-time-out, recorded with auto=True).
+
+- `Peer.connect(url, timeouts=, tls=, transcript=, container_id=)`: TCP/TLS only; then `peer.handshake()`
+  or step by step `send_header()`, `expect_header()`, `sasl_init()`, `open()`.
+- Frames: `send(body, channel, payload)` sends exactly what is given; `begin`, `attach_receiver`,
+  `attach_sender`, `flow`, `transfer`, `disposition`, `detach`, `end`, `close_connection` fill defaults and
+  session fields from tracked state (`peer.state`, see `state.py`) unless a field is given; `send_raw(bytes)`.
+- Expectations: `expect(Kind | (Kinds...), channel=, where=, after=, timeout=, **field_matchers)`,
+  `expect_any(*Kinds)`, `expect_nothing(...)`, `expect_error(condition, accept=(Detach, End, Close))`,
+  `expect_header()`; `mark()`, `pending()`, `received(Kind)`, `arrived`.
+- Server role: `PeerServer(host, port, tls=ServerTLS(cert, key)).accept()` -> Peer; `peer.server_handshake()`.
+- `Transcript`: every header and frame in and out, redacted; `to_json()` and `ladder()`.
 """
 
 from .connection import Peer, TLSOptions, Timeouts, matches

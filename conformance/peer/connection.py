@@ -30,6 +30,7 @@ from .errors import (
 )
 from .ladder import summarize
 from .state import PeerState
+from .tls import TlsStream
 from .transcript import Transcript
 from .url import BrokerAddress, parse_url
 
@@ -131,7 +132,7 @@ class Peer:
     """One connection driven by a script. Build with `Peer.connect(url)` (client role) or
     `PeerServer.accept()` (server role: the peer plays the broker)."""
 
-    def __init__(self, sock: socket.socket, *, address: BrokerAddress | None = None,
+    def __init__(self, sock: "socket.socket | TlsStream", *, address: BrokerAddress | None = None,
                  timeouts: Timeouts | None = None, transcript: Transcript | None = None, role: str = "client",
                  container_id: str | None = None):
         self.sock = sock
@@ -181,15 +182,18 @@ class Peer:
             raise ConnectFailed(f"cannot reach the broker at {address.redacted()} ({reason}); check that it "
                                 "is running and the host and port are right") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(None)
         if address.tls or tls is not None:
             opts = tls or TLSOptions()
             try:
-                sock = opts.context().wrap_socket(sock, server_hostname=opts.server_hostname or address.host)
+                stream = TlsStream(sock, opts.context(), server_side=False,
+                                   server_hostname=opts.server_hostname or address.host)
+                stream.handshake(timeouts.connect)
             except (ssl.SSLError, OSError) as exc:
                 sock.close()
                 raise ConnectFailed(f"TLS handshake with {address.redacted()} failed ({exc}); check the CA, "
                                     "certificate and verify options") from None
-        sock.settimeout(None)
+            sock = stream
         return cls(sock, address=address, timeouts=timeouts, transcript=transcript, container_id=container_id)
 
     # -- sending exactly what the script says ------------------------------------------------------------

@@ -17,6 +17,7 @@ from ..wire import AMQP_HEADER, SASL_HEADER, Open, SaslInit, SaslMechanisms, Sas
 from ..wire.frames import PROTOCOL_SASL, SASL_FRAME
 from .connection import Peer, Timeouts
 from .errors import ExpectationTimeout
+from .tls import TlsStream
 from .transcript import Transcript
 
 
@@ -61,15 +62,16 @@ class PeerServer:
             sock, _ = self.listener.accept()
         except (socket.timeout, TimeoutError):
             raise ExpectationTimeout(f"a client connection on {self.host}:{self.port}", wait, []) from None
+        sock.settimeout(None)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self._tls_context is not None:
-            sock.settimeout(wait)      # bounds the TLS handshake
+            stream = TlsStream(sock, self._tls_context, server_side=True)
             try:
-                sock = self._tls_context.wrap_socket(sock, server_side=True)
+                stream.handshake(wait)
             except (ssl.SSLError, OSError) as exc:
                 sock.close()
                 raise ExpectationTimeout(f"a TLS handshake from the client ({exc})", wait, []) from None
-        sock.settimeout(None)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock = stream
         peer = Peer(sock, timeouts=self.timeouts, transcript=Transcript(label="client"), role="server",
                     container_id=container_id)
         self.accepted.append(peer)

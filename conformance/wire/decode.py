@@ -191,6 +191,12 @@ def _dec_described(buf, pos, end, code, depth):
     if depth > MAX_DEPTH:
         raise DecodeError(pos, "nesting too deep")
     start = pos - 1
+    if pos + 1 < end and buf[pos] == 0x53:          # smallulong descriptor: the common case
+        cls = BY_CODE.get(buf[pos + 1])
+        if cls is not None and not _is_value_section(cls):
+            vpos = pos + 2
+            value, pos = _decode(buf, vpos, end, depth + 1)
+            return build_composite(cls, value, start, vpos), pos
     descriptor, pos = _decode(buf, pos, end, depth + 1)
     if type(descriptor) is ULong:
         cls = BY_CODE.get(descriptor) if descriptor < 0x100000000 else None
@@ -223,6 +229,15 @@ _FIELD_PY_TYPES: dict[str, tuple] = {
 }
 
 
+# exact decoded types that are right for a primitive field type (the fast path of the check)
+_FIELD_EXACT: dict[str, tuple] = {
+    "uint": (UInt,), "ulong": (ULong,), "ushort": (UShort,), "ubyte": (UByte,), "int": (Int,), "long": (Long,),
+    "byte": (Byte,), "short": (Short,), "boolean": (bool,), "string": (str,), "symbol": (Symbol,),
+    "binary": (bytes,), "map": (dict,), "timestamp": (Timestamp,), "uuid": (_uuid.UUID,), "float": (Float,),
+    "double": (float,), "char": (Char,), "list": (list,),
+}
+
+
 def _field_ok(value, prim: str, multiple: bool) -> bool:
     types = _FIELD_PY_TYPES.get(prim)
     if types is None:
@@ -234,54 +249,77 @@ def _field_ok(value, prim: str, multiple: bool) -> bool:
     return False
 
 
+def _is_value_section(cls) -> bool:
+    return issubclass(cls, ValueSection)
+
+
+_CHECKS: dict = {}
+
+
+def _checks_for(cls) -> tuple:
+    """Per field: (spec, mandatory, exact types accepted without further thought, primitive type)."""
+    checks = _CHECKS.get(cls)
+    if checks is None:
+        rows = []
+        for spec in cls.FIELDS:
+            prim = wire_type(spec.type)
+            exact = _FIELD_EXACT.get(prim, ())
+            rows.append((spec, spec.mandatory, exact, prim))
+        checks = _CHECKS[cls] = tuple(rows)
+    return checks
+
+
 def build_composite(cls, value, start: int, vpos: int) -> Composite:
     """Turn a decoded list into a composite, checking mandatory fields and field types."""
-    if not isinstance(value, list):
+    if type(value) is not list:
         raise DecodeError(vpos, f"{cls.NAME} must be a list, got {type(value).__name__}")
-    specs = cls.FIELDS
-    if len(value) > len(specs):
-        raise DecodeError(vpos, f"{cls.NAME} has {len(value)} fields; the type defines {len(specs)}")
-    kwargs = {}
-    for i, spec in enumerate(specs):
-        v = value[i] if i < len(value) else None
+    checks = _checks_for(cls)
+    n = len(value)
+    if n > len(checks):
+        raise DecodeError(vpos, f"{cls.NAME} has {n} fields; the type defines {len(checks)}")
+    for i, (spec, mandatory, exact, prim) in enumerate(checks):
+        v = value[i] if i < n else None
         if v is None:
-            if spec.mandatory:
+            if mandatory:
                 raise DecodeError(start, f"{cls.NAME}: mandatory field {spec.name} is missing")
             continue
-        prim = wire_type(spec.type)
+        if type(v) in exact:
+            continue
         if not _field_ok(v, prim, spec.multiple):
             raise DecodeError(vpos, f"{cls.NAME}.{spec.name} must be {spec.type}, got {type(v).__name__} {v!r}")
-        kwargs[spec.attr] = v
-    return cls(**kwargs)
+    return cls(*value)
 
 
 _ZERO_WIDTH = (0x40, 0x41, 0x42, 0x43, 0x44, 0x45)
+_mk = int.__new__   # wrapper construction without the range check (fixed widths are always in range)
 
 _DECODERS: list = [None] * 256
 _DECODERS[0x00] = _dec_described
 _DECODERS[0x40] = lambda buf, pos, end, code, depth: (None, pos)
 _DECODERS[0x41] = lambda buf, pos, end, code, depth: (True, pos)
 _DECODERS[0x42] = lambda buf, pos, end, code, depth: (False, pos)
-_DECODERS[0x43] = lambda buf, pos, end, code, depth: (UInt(0), pos)
-_DECODERS[0x44] = lambda buf, pos, end, code, depth: (ULong(0), pos)
+_UINT0 = UInt(0)
+_ULONG0 = ULong(0)
+_DECODERS[0x43] = lambda buf, pos, end, code, depth: (_UINT0, pos)
+_DECODERS[0x44] = lambda buf, pos, end, code, depth: (_ULONG0, pos)
 _DECODERS[0x45] = _dec_list
 _DECODERS[0x56] = _dec_bool56
-_DECODERS[0x50] = _fixed(1, lambda b, p: UByte(b[p]), "ubyte")
-_DECODERS[0x52] = _fixed(1, lambda b, p: UInt(b[p]), "smalluint")
-_DECODERS[0x53] = _fixed(1, lambda b, p: ULong(b[p]), "smallulong")
-_DECODERS[0x51] = _fixed(1, lambda b, p: Byte(_i8(b, p)[0]), "byte")
-_DECODERS[0x54] = _fixed(1, lambda b, p: Int(_i8(b, p)[0]), "smallint")
-_DECODERS[0x55] = _fixed(1, lambda b, p: Long(_i8(b, p)[0]), "smalllong")
-_DECODERS[0x60] = _fixed(2, lambda b, p: UShort(_u16(b, p)[0]), "ushort")
-_DECODERS[0x61] = _fixed(2, lambda b, p: Short(_i16(b, p)[0]), "short")
-_DECODERS[0x70] = _fixed(4, lambda b, p: UInt(_u32(b, p)[0]), "uint")
-_DECODERS[0x71] = _fixed(4, lambda b, p: Int(_i32(b, p)[0]), "int")
+_DECODERS[0x50] = _fixed(1, lambda b, p: _mk(UByte, b[p]), "ubyte")
+_DECODERS[0x52] = _fixed(1, lambda b, p: _mk(UInt, b[p]), "smalluint")
+_DECODERS[0x53] = _fixed(1, lambda b, p: _mk(ULong, b[p]), "smallulong")
+_DECODERS[0x51] = _fixed(1, lambda b, p: _mk(Byte, _i8(b, p)[0]), "byte")
+_DECODERS[0x54] = _fixed(1, lambda b, p: _mk(Int, _i8(b, p)[0]), "smallint")
+_DECODERS[0x55] = _fixed(1, lambda b, p: _mk(Long, _i8(b, p)[0]), "smalllong")
+_DECODERS[0x60] = _fixed(2, lambda b, p: _mk(UShort, _u16(b, p)[0]), "ushort")
+_DECODERS[0x61] = _fixed(2, lambda b, p: _mk(Short, _i16(b, p)[0]), "short")
+_DECODERS[0x70] = _fixed(4, lambda b, p: _mk(UInt, _u32(b, p)[0]), "uint")
+_DECODERS[0x71] = _fixed(4, lambda b, p: _mk(Int, _i32(b, p)[0]), "int")
 _DECODERS[0x72] = _fixed(4, lambda b, p: Float(_f32(b, p)[0]), "float")
 _DECODERS[0x74] = _fixed(4, lambda b, p: Decimal32(bytes(b[p:p + 4])), "decimal32")
-_DECODERS[0x80] = _fixed(8, lambda b, p: ULong(_u64(b, p)[0]), "ulong")
-_DECODERS[0x81] = _fixed(8, lambda b, p: Long(_i64(b, p)[0]), "long")
+_DECODERS[0x80] = _fixed(8, lambda b, p: _mk(ULong, _u64(b, p)[0]), "ulong")
+_DECODERS[0x81] = _fixed(8, lambda b, p: _mk(Long, _i64(b, p)[0]), "long")
 _DECODERS[0x82] = _fixed(8, lambda b, p: _f64(b, p)[0], "double")
-_DECODERS[0x83] = _fixed(8, lambda b, p: Timestamp(_i64(b, p)[0]), "timestamp")
+_DECODERS[0x83] = _fixed(8, lambda b, p: _mk(Timestamp, _i64(b, p)[0]), "timestamp")
 _DECODERS[0x84] = _fixed(8, lambda b, p: Decimal64(bytes(b[p:p + 8])), "decimal64")
 _DECODERS[0x94] = _fixed(16, lambda b, p: Decimal128(bytes(b[p:p + 16])), "decimal128")
 _DECODERS[0x98] = _fixed(16, lambda b, p: _uuid.UUID(bytes=bytes(b[p:p + 16])), "uuid")

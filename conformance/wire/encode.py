@@ -43,21 +43,24 @@ FALSE = b"\x42"
 
 # -- scalar encoders: value -> bytes (constructor included) ------------------------------------------------
 
+_SMALL_UINT = [b"\x43"] + [bytes((0x52, i)) for i in range(1, 256)]
+_SMALL_ULONG = [b"\x44"] + [bytes((0x53, i)) for i in range(1, 256)]
+
+
+_CODE_I = struct.Struct(">BI").pack
+
+
 def _uint(v: int) -> bytes:
-    if v == 0:
-        return b"\x43"
-    if v < 256:
-        return b"\x52" + _B(v)
+    if 0 <= v < 256:
+        return _SMALL_UINT[v]
     if v > 0xFFFFFFFF or v < 0:
         raise EncodeError(f"uint out of range: {v}")
-    return b"\x70" + _I(v)
+    return _CODE_I(0x70, v)
 
 
 def _ulong(v: int) -> bytes:
-    if v == 0:
-        return b"\x44"
-    if 0 < v < 256:
-        return b"\x53" + _B(v)
+    if 0 <= v < 256:
+        return _SMALL_ULONG[v]
     if v > 0xFFFFFFFFFFFFFFFF or v < 0:
         raise EncodeError(f"ulong out of range: {v}")
     return b"\x80" + _Q(v)
@@ -349,11 +352,74 @@ def encode_field(value: Any, declared: str, multiple: bool = False) -> bytes:
     return enc(value)
 
 
+_EXACT_WRAPPER = {"uint": UInt, "ulong": ULong, "ushort": UShort, "ubyte": UByte, "int": Int, "long": Long,
+                  "byte": Byte, "short": Short, "symbol": Symbol, "timestamp": Timestamp, "float": Float}
+_PLAIN_OK = {"uint": (int,), "ulong": (int,), "ushort": (int,), "ubyte": (int,), "int": (int,), "long": (int,),
+             "byte": (int,), "short": (int,), "boolean": (bool,), "string": (str,), "symbol": (str,),
+             "binary": (bytes,), "map": (dict,), "timestamp": (int,), "float": (float,), "double": (float,)}
+
+_FIELD_PLANS: dict = {}
+_FAST_PLANS: dict = {}
+
+
+def _plan(cls) -> tuple:
+    """Per field: (attr, mandatory, name, exact types that take the direct encoder, encoder, declared, multiple)."""
+    plan = _FIELD_PLANS.get(cls)
+    if plan is None:
+        rows = []
+        for f in cls.FIELDS:
+            prim = wire_type(f.type)
+            direct = _FIELD_ENCODERS.get(prim)
+            exact = set(_PLAIN_OK.get(prim, ()))
+            if prim in _EXACT_WRAPPER:
+                exact.add(_EXACT_WRAPPER[prim])
+            if prim in ("string", "binary"):
+                exact = {str} if prim == "string" else {bytes}
+            rows.append((f.attr, f.mandatory, f.name, frozenset(exact) if direct else frozenset(), direct, f.type,
+                         f.multiple))
+        plan = _FIELD_PLANS[cls] = tuple(rows)
+    return plan
+
+
 def encode_composite(obj: Composite, validate: bool = True) -> bytes:
     """Encode a list-based composite as described list; trailing null fields are omitted.
 
     With validate=False a missing mandatory field is sent as null (for negative cases).
     """
+    cls = type(obj)
+    fast = _FAST_PLANS.get(cls)
+    if fast is None:
+        plan = _plan(cls)
+        fast = _FAST_PLANS[cls] = tuple((row[0], row[3], row[4], i) for i, row in enumerate(plan))
+    plan = _FIELD_PLANS[cls]
+    d = obj.__dict__
+    parts = []
+    append = parts.append
+    nulls = 0
+    for attr, exact, direct, i in fast:
+        v = d[attr]
+        if v is None:
+            if validate and plan[i][1]:
+                raise EncodeError(f"{obj.NAME}: mandatory field {plan[i][2]} is not set")
+            nulls += 1
+            continue
+        if nulls:
+            parts.extend([NULL] * nulls)
+            nulls = 0
+        if type(v) in exact:
+            append(direct(v))
+        else:
+            append(encode_field(v, plan[i][5], plan[i][6]))
+    last = len(parts)
+    body = b"".join(parts)
+    size = len(body)
+    if size < 255 and last <= 255:
+        return b"\x00\x53" + bytes((obj.DESCRIPTOR, 0xC0, size + 1, last)) + body if last else \
+            b"\x00\x53" + bytes((obj.DESCRIPTOR, 0x45))
+    return b"\x00\x53" + bytes((obj.DESCRIPTOR, 0xD0)) + _II(size + 4, last) + body
+
+
+def _encode_composite_generic(obj: Composite, validate: bool = True) -> bytes:
     specs = obj.FIELDS
     values = [getattr(obj, f.attr) for f in specs]
     last = len(values)

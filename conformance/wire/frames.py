@@ -29,6 +29,8 @@ SASL_HEADER = b"AMQP\x03\x01\x00\x00"
 MIN_MAX_FRAME_SIZE = 512
 
 _HEADER = struct.Struct(">IBBH")
+_COMPOSITE_TYPES = frozenset(c for c in __import__("conformance.wire.performatives", fromlist=["COMPOSITES"])
+                             .COMPOSITES.values() if issubclass(c, Composite))
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,10 @@ def encode_frame(body: Any, channel: int = 0, payload: bytes = b"", frame_type: 
     `doff`, `extended_header` and `size` can be set to anything (negative cases); by default the header is
     the standard 8 bytes and SIZE is the real length.
     """
+    if (type(body) in _COMPOSITE_TYPES and frame_type == AMQP_FRAME and doff == 2 and not extended_header
+            and size is None and validate):
+        encoded = encode_composite(body)
+        return _HEADER.pack(8 + len(encoded) + len(payload), 2, 0, channel) + encoded + payload
     if isinstance(body, Frame):
         return encode_frame(body.body, body.channel, body.payload, body.frame_type, doff=doff,
                             extended_header=extended_header, validate=validate, size=size)

@@ -83,6 +83,7 @@ def test_expect_nothing_returns_what_arrived_and_raises_on_a_match(scripted_brok
     def broker(peer):
         handshake_and_begin(peer)
         peer.expect(Attach)
+        peer.expect_nothing(quiet=0.2)     # a bounded pause: the client's quiet period is under way
         peer.send(Flow(next_incoming_id=0, incoming_window=100, next_outgoing_id=0, outgoing_window=100,
                        handle=0, delivery_count=0, link_credit=0, echo=True))
         peer.expect(Flow)
@@ -95,8 +96,8 @@ def test_expect_nothing_returns_what_arrived_and_raises_on_a_match(scripted_brok
     client.begin(0)
     client.attach_receiver("r", "q")
     started = time.monotonic()
-    during = client.expect_nothing(Transfer, quiet=0.4)
-    assert time.monotonic() - started >= 0.4
+    during = client.expect_nothing(Transfer, quiet=0.8)
+    assert time.monotonic() - started >= 0.8
     assert [f.name for f in during if hasattr(f, "name")][-1] == "flow"   # arrived in the period, not a transfer
     client.expect(Flow, echo=True)                                        # and still available
     client.flow(0, handle=0, link_credit=0)

@@ -8,10 +8,12 @@ import time
 import pytest
 
 from conformance.errors import EXIT_AUTH_FAILED, EXIT_BROKER_UNREACHABLE, EXIT_USAGE, UsageError
-from conformance.peer import ConnectFailed, Peer, PeerServer, SaslFailed, ServerTLS, TLSOptions, parse_url
+from conformance.peer import (
+    ConnectFailed, Peer, PeerServer, SaslFailed, ServerTLS, Timeouts, TLSOptions, parse_url,
+)
 from conformance.wire import Attach, Begin, Close, Flow, Open, Transfer
 
-from conftest import FAST
+FAST = Timeouts(frame=2.0, quiet=0.3, connect=2.0)
 
 
 def test_flow_fills_session_fields_and_delivery_count_unless_given(scripted_broker, connect):

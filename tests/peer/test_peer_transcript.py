@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import logging
 
-from conformance.peer import SCHEMA, Peer, Transcript, parse_url, summarize
+from conformance.peer import SCHEMA, Peer, Timeouts, Transcript, summarize
 from conformance.wire import (
     AMQP_HEADER, Attach, Begin, Close, Detach, Error, Flow, Frame, FrameDecoder, ProtocolHeader, SaslInit,
     SaslResponse, Symbol, Transfer, encode_frame,
 )
 from conformance.wire.frames import SASL_FRAME
 
-from conftest import FAST
+FAST = Timeouts(frame=2.0, quiet=0.3, connect=2.0)
 
 
 def frame(body, channel=0, payload=b"", frame_type=0):
