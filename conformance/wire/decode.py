@@ -130,10 +130,20 @@ def _dec_list(buf, pos, end, code, depth):
     pos, stop, count = _compound_header(buf, pos, end, code, "list")
     if count > stop - pos:
         raise DecodeError(pos, f"list count {count} exceeds its {stop - pos} body bytes")
+    if depth > MAX_DEPTH:
+        raise DecodeError(pos, "nesting too deep")
     items = []
+    append = items.append
+    decoders = _DECODERS
     for _ in range(count):
-        v, pos = _decode(buf, pos, stop, depth + 1)
-        items.append(v)
+        if pos >= stop:
+            raise DecodeError(pos, "truncated: expected a format code")
+        code = buf[pos]
+        dec = decoders[code]
+        if dec is None:
+            raise DecodeError(pos, f"unknown format code 0x{code:02x}")
+        v, pos = dec(buf, pos + 1, stop, code, depth + 1)
+        append(v)
     if pos != stop:
         raise DecodeError(pos, f"list size disagrees with its {count} elements ({stop - pos} bytes left over)")
     return items, pos
@@ -346,6 +356,23 @@ def _dec_char(buf, pos, end, code, depth):
 
 
 _DECODERS[0x73] = _dec_char
+
+
+def _dec_uint(buf, pos, end, code, depth):
+    if pos + 4 > end:
+        raise DecodeError(pos, f"truncated uint: need 4 bytes, {max(end - pos, 0)} left")
+    return _mk(UInt, _u32(buf, pos)[0]), pos + 4
+
+
+def _dec_smalluint(buf, pos, end, code, depth):
+    if pos >= end:
+        raise DecodeError(pos, "truncated smalluint: need 1 byte, 0 left")
+    return _SMALL_UINTS[buf[pos]], pos + 1
+
+
+_SMALL_UINTS = [_mk(UInt, i) for i in range(256)]
+_DECODERS[0x70] = _dec_uint
+_DECODERS[0x52] = _dec_smalluint
 
 
 def _decode(buf, pos: int, end: int, depth: int):

@@ -381,11 +381,59 @@ def _plan(cls) -> tuple:
     return plan
 
 
+_COMPILED: dict = {}
+
+
+def _compile(cls):
+    """Generate an encoder for one composite class from its field table: one unrolled block per field, a
+    table lookup for small uints, the general `encode_field` for anything unusual (wrappers, arrays, errors)."""
+    plan = _plan(cls)
+    env = {"NULL": NULL, "SU": _SMALL_UINT, "CI": _CODE_I, "EncodeError": EncodeError, "encode_field": encode_field,
+           "TRUE": TRUE, "FALSE": FALSE, "_II": _II, "bytes": bytes, "len": len}
+    lines = ["def enc(obj, validate):", "    d = obj.__dict__", "    p = []", "    a = p.append"]
+    for i, (attr, mandatory, name, exact, direct, declared, multiple) in enumerate(plan):
+        env[f"E{i}"], env[f"D{i}"], env[f"T{i}"], env[f"M{i}"] = exact, direct, declared, multiple
+        lines += [f"    v = d[{attr!r}]", "    if v is None:"]
+        if mandatory:
+            lines.append(f"        if validate: raise EncodeError({cls.NAME + ': mandatory field ' + name + ' is not set'!r})")
+        lines.append("        a(NULL)")
+        prim = wire_type(declared)
+        if prim == "uint" and not multiple:
+            lines.append("    elif type(v) is int and 0 <= v < 256: a(SU[v])")
+            lines.append("    elif type(v) is int and 0 <= v <= 0xFFFFFFFF: a(CI(0x70, v))")
+        elif prim == "boolean" and not multiple:
+            lines.append("    elif v is True: a(TRUE)")
+            lines.append("    elif v is False: a(FALSE)")
+        lines.append(f"    elif type(v) in E{i}: a(D{i}(v))")
+        lines.append(f"    else: a(encode_field(v, T{i}, M{i}))")
+    lines.append("    while p and p[-1] is NULL: p.pop()      # trailing nulls are omitted")
+    code = cls.DESCRIPTOR
+    lines += [
+        "    body = b''.join(p)",
+        "    count = len(p)",
+        "    size = len(body)",
+        "    if not count:",
+        f"        return {bytes((0x00, 0x53, code, 0x45))!r}",
+        "    if size < 255 and count <= 255:",
+        f"        return {bytes((0x00, 0x53, code, 0xC0))!r} + bytes((size + 1, count)) + body",
+        f"    return {bytes((0x00, 0x53, code, 0xD0))!r} + _II(size + 4, count) + body",
+    ]
+    exec("\n".join(lines), env)   # noqa: S102 - generated from the static field table above
+    return env["enc"]
+
+
 def encode_composite(obj: Composite, validate: bool = True) -> bytes:
     """Encode a list-based composite as described list; trailing null fields are omitted.
 
     With validate=False a missing mandatory field is sent as null (for negative cases).
     """
+    enc = _COMPILED.get(type(obj))
+    if enc is None:
+        enc = _COMPILED[type(obj)] = _compile(type(obj))
+    return enc(obj, validate)
+
+
+def _encode_composite_table(obj: Composite, validate: bool = True) -> bytes:
     cls = type(obj)
     fast = _FAST_PLANS.get(cls)
     if fast is None:
