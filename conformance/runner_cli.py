@@ -32,6 +32,35 @@ def register(sub) -> None:
     p.add_argument("--reports-dir", default=str(DEFAULT_REPORTS_DIR), help="where run directories go (default reports/)")
     p.set_defaults(func=cmd_run, pytest_args=[])
 
+    r = sub.add_parser("replay", help="re-run a saved reproducer (reports/reproducers/*.json) against a broker")
+    r.add_argument("reproducer", help="the JSON file a failing exploration saved")
+    r.add_argument("--broker", default="qpid-proton-c", metavar="NAME|URL")
+    r.add_argument("--profile", default=None)
+    r.set_defaults(func=cmd_replay)
+
+
+def cmd_replay(args) -> int:
+    from . import brokers
+    from .explore import Violated, replay
+    from .runner import RunOptions
+    path = Path(args.reproducer)
+    if not path.exists():
+        raise UsageError(f"no reproducer at {path}; pass a file from reports/reproducers/")
+    handle = brokers.start(brokers.resolve(args.broker, args.profile))
+    try:
+        replay(path, handle, RunOptions())
+    except Violated as exc:
+        print(f"FAIL {path.name} on {args.broker}: {exc}")
+        return EXIT_MUST_FAILED
+    except (json.JSONDecodeError, KeyError) as exc:
+        from .errors import BadResults
+        raise BadResults(f"{path} is not a reproducer ({exc}); pass a file from reports/reproducers/") from None
+    finally:
+        if handle.managed is not None:
+            handle.managed.stop()
+    print(f"PASS {path.name} on {args.broker}: the model found nothing to flag")
+    return EXIT_OK
+
 
 def _preflight(brokers_wanted: list[str], profile: str | None) -> list:
     from . import brokers
