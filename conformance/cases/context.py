@@ -331,6 +331,7 @@ class SessionScript:
     def echo(self, requirement: str) -> Flow:
         """flow(echo=true) without a handle; returns the broker's next flow on this session that reflects
         every transfer we sent (earlier flows, sent before the broker processed them, are skipped)."""
+        settle(self.peer, self.ctx.options.quiet_period)
         mark = self.peer.mark()
         ours = self.state.next_outgoing_id
         self.peer.flow(self.channel, echo=True)
@@ -427,6 +428,19 @@ class SessionScript:
                          "the broker's next-outgoing-id is not its initial one plus the transfers it sent",
                          expected=f"next-outgoing-id {expected & 0xFFFFFFFF:#x}",
                          actual=f"next-outgoing-id {int(flow.next_outgoing_id):#x}")
+
+
+def settle(peer: Peer, quiet: float, rounds: int = 40) -> None:
+    """Wait until nothing new arrives for `quiet` seconds (bounded): frames the broker sends on its own
+    (credit top-ups) then land before the next request, not where its answer is awaited."""
+    for _ in range(rounds):
+        before = peer.mark()
+        try:
+            peer.expect(Flow, where=lambda f: False, timeout=quiet)     # a named, bounded wait
+        except ExpectationTimeout:
+            pass
+        if peer.mark() == before:
+            return
 
 
 def _arrived_text(exc: PeerError) -> str:
@@ -647,6 +661,7 @@ class SenderScript(LinkScript):
         """flow(echo=true) on this sender link; returns the broker's flow that reflects every transfer sent
         (flows the broker sent before it processed them may arrive first and are skipped). A flow ahead of
         our delivery-count is returned at once (the caller's check fails it)."""
+        settle(self.peer, self.ctx.options.quiet_period)
         mark = self.peer.mark()
         ours = self.state.delivery_count
         self.peer.flow(self.session.channel, handle=self.handle, link_credit=None, echo=True)
