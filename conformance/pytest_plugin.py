@@ -3,6 +3,10 @@
 Options: --broker NAME|URL (repeatable), --profile, --case SELECTOR (repeatable), --quiet-period,
 --frame-timeout, --run-dir. With pytest-xdist the controller starts every managed broker once and hands
 the URLs to the workers (`pytest_configure_node`); it stops them when the run ends, also on Ctrl-C.
+
+Fixtures: `conformance_broker` (a BrokerHandle; tests using it are parametrised over every --broker),
+`conformance_queue` (a fresh unique queue name on that broker), `conformance_options`, `conformance_run`.
+Tests requesting `conformance_broker` when no --broker was given fail with a message saying so.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ def pytest_configure(config):
         config._amqp_records = json.loads(config.workerinput.get("amqp_conformance_brokers", "[]"))
         return
     config._amqp_records = []
-    values = config.getoption("--broker") or []
+    values = list(dict.fromkeys(config.getoption("--broker") or []))    # a broker named twice runs once
     if not values:
         return
     from conformance import brokers
@@ -48,16 +52,21 @@ def pytest_configure(config):
     try:
         specs = [brokers.resolve(v, config.getoption("--profile")) for v in values]
         for spec in specs:
-            handle = brokers.start(spec)
-            config._amqp_started.append(handle)
+            handle = start_broker(config, spec)
             config._amqp_handles[spec.name] = handle
-            config._amqp_records.append({"name": spec.name, "url": handle.url, "profile": spec.profile,
-                                         "tools": handle.tools, "env": handle.env, "version": handle.version,
-                                         "managed": spec.url is None})
+            config._amqp_records.append(brokers.describe(handle, spec))
     except ConformanceError as exc:
         _stop_started(config)
         _write_fatal(config, exc)
         raise pytest.UsageError(f"{exc.message}") from None
+
+
+def start_broker(config, spec):
+    """Start (managed) or check (URL) one broker for this run; it is stopped at pytest_unconfigure."""
+    from conformance import brokers
+    handle = brokers.start(spec)
+    config._amqp_started.append(handle)
+    return handle
 
 
 def _write_fatal(config, exc) -> None:
@@ -86,7 +95,7 @@ def pytest_unconfigure(config):
 
 def pytest_generate_tests(metafunc):
     if "conformance_broker" in metafunc.fixturenames:
-        names = [r["name"] for r in metafunc.config._amqp_records]
+        names = [r["name"] for r in metafunc.config._amqp_records] or [NO_BROKER]
         metafunc.parametrize("conformance_broker", names, indirect=True, ids=names)
     if "conformance_case" in metafunc.fixturenames:
         from conformance.cases import select
@@ -94,11 +103,16 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("conformance_case", cases, ids=[c.id for c in cases])
 
 
+NO_BROKER = "no-broker"
+
+
 @pytest.fixture
 def conformance_broker(request):
     """The BrokerHandle of the broker this test is parametrised with (shared per process)."""
     config = request.config
     name = request.param
+    if name == NO_BROKER:
+        pytest.fail("this test needs a broker: pass --broker NAME|URL (e.g. --broker qpid-proton-c)", pytrace=False)
     handle = config._amqp_handles.get(name)
     if handle is None:
         from conformance import brokers
@@ -107,6 +121,17 @@ def conformance_broker(request):
         handle = brokers.attach(spec, record)
         config._amqp_handles[name] = handle
     return handle
+
+
+@pytest.fixture
+def conformance_queue(conformance_broker, request):
+    """A queue name no other test uses, on the parametrised broker; deleted afterwards when the profile can."""
+    name = conformance_broker.unique_queue("t")
+    yield name
+    try:
+        conformance_broker.delete_queue(name)
+    except Exception:  # cleanup of a queue must not turn a verdict into an error
+        pass
 
 
 @pytest.fixture(scope="session")

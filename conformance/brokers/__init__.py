@@ -1,16 +1,19 @@
 """Brokers under test: managed throwaway nodes (provisioned and started by the suite) and brokers by URL.
 
-`resolve(spec, profile)` turns a `--broker` value into a BrokerSpec; `start(spec)` gives a BrokerHandle the
-cases use. Managed kinds: rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c (the default: it builds in a second
+`resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec)` gives the BrokerHandle the
+cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This package never
+prints a broker URL with its password (handles have `redacted_url`). Managed kinds: rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c (the default: it builds in a second
 and starts in a fraction of one, so a new user gets real verdicts fastest).
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 from ..errors import UsageError
-from .handle import BrokerHandle, HookFailed
+from .broker_errors import HookFailed, HookUnsupported
+from .handle import BrokerHandle, record_broker_identity
 from .managed import ManagedBroker, NodeRecord, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
@@ -38,26 +41,46 @@ def resolve(value: str, profile: str | None = None) -> BrokerSpec:
         from ..peer import parse_url
         address = parse_url(value)          # UsageError for a malformed URL
         return BrokerSpec(f"{address.host}:{address.port}", value, profile or "generic")
-    raise UsageError(f"unknown broker {value!r}; use one of {', '.join(MANAGED)} or an amqp[s]:// URL")
+    close = difflib.get_close_matches(value, list(MANAGED), n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    raise UsageError(f"unknown broker {value!r}; {hint}use one of {', '.join(MANAGED)} or an "
+                     "amqp[s]://user:pass@host:port URL")
 
 
-def start(spec: BrokerSpec) -> BrokerHandle:
-    """A handle for the broker: starts a managed node (provisioning it first if needed)."""
+def start(spec: BrokerSpec, port: int | None = None) -> BrokerHandle:
+    """A handle for the broker. Managed: provision if needed, start a throwaway node (on `port`, default a
+    free one), and record its product/version. URL: connect once to check it is reachable and accepts the
+    credentials (BrokerUnreachable / AuthenticationFailed otherwise) and record what its open says."""
     profile = load_profile(spec.profile)
     if spec.url is not None:
-        return BrokerHandle(spec.name, spec.url, profile)
+        handle = BrokerHandle(spec.name, spec.url, profile)
+        handle.identify()
+        return handle
     managed = MANAGED[spec.name]()
-    node = managed.start()
+    node = managed.start(port)
     return BrokerHandle(spec.name, node.url, profile, tools=managed.tools, env=managed.env or None,
-                        version=node.extra.get("version"), managed=managed)
+                        product=node.extra.get("product"), version=node.extra.get("version"), managed=managed,
+                        node=node_info(node))
+
+
+def node_info(node: NodeRecord) -> dict:
+    """What another process needs to check on a node: its pid and log files."""
+    return {"pid": node.pid, "logs": node.extra.get("logs", []), "managed": True}
 
 
 def attach(spec: BrokerSpec, record: dict) -> BrokerHandle:
-    """A handle for a managed node another process started (pytest-xdist workers)."""
+    """A handle for a broker another process started or checked (pytest-xdist workers get `record`)."""
     profile = load_profile(spec.profile)
     return BrokerHandle(spec.name, record["url"], profile, tools=record.get("tools"), env=record.get("env"),
-                        version=record.get("version"))
+                        product=record.get("product"), version=record.get("version"), node=record.get("node"))
 
 
-__all__ = ["MANAGED", "DEFAULT_BROKER", "BrokerSpec", "BrokerHandle", "HookFailed", "resolve", "start", "attach",
-           "stop_all", "available_profiles", "load_profile", "Profile", "NodeRecord"]
+def describe(handle: BrokerHandle, spec: BrokerSpec) -> dict:
+    """The JSON-able record `attach` takes (the URL inside carries credentials: never print it)."""
+    return {"name": spec.name, "url": handle.url, "profile": spec.profile, "tools": handle.tools, "env": handle.env,
+            "product": handle.product, "version": handle.version, "node": handle.node, "managed": spec.url is None}
+
+
+__all__ = ["MANAGED", "DEFAULT_BROKER", "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
+           "start", "attach", "describe", "record_broker_identity", "stop_all", "available_profiles", "load_profile",
+           "Profile", "NodeRecord"]

@@ -1,17 +1,21 @@
 """`amqp-conformance brokers list|up|down|status|provision`: managed brokers for people exploring by hand.
 
-`up` starts a node and leaves it running (its URL is printed and kept in the cache's state files) until
-`down` stops it; `status` lists running nodes; `provision` installs what the managed brokers need.
+`up` starts a node and leaves it running (its redacted URL is printed) until `down` stops it; `status` lists running nodes from the state files
+in the cache; `down` stops nodes that `up` started and stale ones whose owning run is gone (never a node a
+live pytest run owns); `provision` installs what the managed brokers need, once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import signal
+import subprocess
 import time
 
 from ..errors import UsageError
-from .managed import NodeRecord, pid_alive
+from .managed import NodeRecord, logs_dir, pid_alive, progress
 
 
 def register(sub) -> None:
@@ -19,57 +23,91 @@ def register(sub) -> None:
     p.add_argument("action", choices=["list", "up", "down", "status", "provision"])
     p.add_argument("names", nargs="*", help="managed broker names (default for up: qpid-proton-c; provision: all)")
     p.add_argument("--all", action="store_true", help="every managed broker")
+    p.add_argument("--port", type=int, default=None, help="up: listen on this loopback port (default: a free one)")
     p.set_defaults(func=cmd_brokers)
 
 
 def cmd_brokers(args) -> int:
-    from . import DEFAULT_BROKER, MANAGED
+    from . import DEFAULT_BROKER, MANAGED, resolve
     names = list(MANAGED) if getattr(args, "all", False) else list(args.names)
     for n in names:
-        if n not in MANAGED:
-            raise UsageError(f"unknown managed broker {n!r}; use one of {', '.join(MANAGED)}")
+        resolve(n)                                   # UsageError (with a suggestion) for an unknown name
+    port = getattr(args, "port", None)
+    if port is not None and not (0 < port < 65536):
+        raise UsageError(f"--port {port} is not a TCP port; use 1-65535")
     if args.action == "list":
-        for name, cls in MANAGED.items():
-            b = cls()
-            state = "provisioned" if b.provisioned() else "not provisioned"
-            default = " (default)" if name == DEFAULT_BROKER else ""
-            print(f"{name:<15} {state:<16} {cls.description}{default}")
-        return 0
+        return _list(MANAGED, DEFAULT_BROKER)
     if args.action == "provision":
         for name in names or list(MANAGED):
             seconds = MANAGED[name]().ensure_provisioned()
             print(f"{name}: {'provisioned in %.1f s' % seconds if seconds else 'already provisioned'}")
         return 0
     if args.action == "up":
-        from . import resolve, start
-        from .managed import _RUNNING
-        for name in names or [DEFAULT_BROKER]:
-            handle = start(resolve(name))
-            node = handle.managed.node
-            _RUNNING.remove(handle.managed)        # keep it running after this command exits
-            node.owner_pid = 0
-            node.save()
-            print(f"{name}: {handle.redacted_url}  (ready in {node.extra.get('ready_seconds')} s; "
-                  f"stop with `amqp-conformance brokers down {name}`)")
-        return 0
+        wanted = names or [DEFAULT_BROKER]
+        if port is not None and len(wanted) > 1:
+            raise UsageError("--port applies to one broker; start the others without it")
+        return _up(wanted, port)
     if args.action == "status":
-        records = NodeRecord.load_all()
-        if not records:
-            print("no managed broker is running")
-        for r in records:
-            alive = "running" if pid_alive(r.pid) else "dead"
-            print(f"{r.kind:<15} {r.name:<16} {alive:<8} {_redacted(r.url)}  up {time.time() - r.started_at:.0f} s")
-        return 0
+        return _status()
     if args.action == "down":
-        stopped = 0
-        for r in NodeRecord.load_all():
-            if names and r.kind not in names:
-                continue
-            _stop_record(r)
-            stopped += 1
-        print(f"stopped {stopped} node(s)")
-        return 0
+        return _down(names)
     return 2
+
+
+def _list(managed, default) -> int:
+    for name, cls in managed.items():
+        state = "provisioned" if cls().provisioned() else "not provisioned"
+        mark = " (default)" if name == default else ""
+        print(f"{name:<15} {state:<16} {cls.description}{mark}")
+    return 0
+
+
+def _up(names: list[str], port: int | None) -> int:
+    from . import resolve, start
+    from .managed import _RUNNING
+    for name in names:
+        handle = start(resolve(name), port=port)
+        node = handle.managed.node
+        _RUNNING.remove(handle.managed)        # keep it running after this command exits
+        node.owner_pid = 0
+        node.save()
+        account = " (user guest, RabbitMQ's default account)" if handle.address.user else ""
+        print(f"{name}: {handle.redacted_url}{account}  {handle.product} {handle.version}, ready in "
+              f"{node.extra.get('ready_seconds')} s; stop with `amqp-conformance brokers down {name}`")
+    return 0
+
+
+def _owner(r: NodeRecord) -> str:
+    if r.owner_pid == 0:
+        return "brokers up"
+    return f"run pid {r.owner_pid}" if pid_alive(r.owner_pid) else "stale (its run is gone)"
+
+
+def _status() -> int:
+    records = NodeRecord.load_all()
+    if not records:
+        print("no managed broker is running")
+    for r in records:
+        alive = "running" if pid_alive(r.pid) else "dead"
+        print(f"{r.kind:<15} {alive:<8} {_redacted(r.url):<36} up {time.time() - r.started_at:>6.0f} s  "
+              f"owner: {_owner(r)}")
+    print(f"logs of stopped nodes: {logs_dir()}")
+    return 0
+
+
+def _down(kinds: list[str]) -> int:
+    stopped, kept = 0, 0
+    for r in NodeRecord.load_all():
+        if kinds and r.kind not in kinds:
+            continue
+        if r.owner_pid and pid_alive(r.owner_pid):
+            kept += 1
+            progress(f"leaving {r.kind} {r.name}: the run with pid {r.owner_pid} owns it and stops it itself")
+            continue
+        stop_record(r)
+        stopped += 1
+    print(f"stopped {stopped} node(s)" + (f"; {kept} owned by running test runs left alone" if kept else ""))
+    return 0
 
 
 def _redacted(url: str) -> str:
@@ -77,23 +115,25 @@ def _redacted(url: str) -> str:
     return parse_url(url).redacted()
 
 
-def _stop_record(r: NodeRecord) -> None:
-    import shutil
-    import subprocess
+def stop_record(r: NodeRecord) -> None:
+    """Stop a node from its state record (another process started it): polite shutdown, then its process
+    group, then its directories."""
     tools = r.extra.get("tools") or {}
-    if "rabbitmqctl" in tools:
-        subprocess.run([*tools["rabbitmqctl"], "shutdown"], capture_output=True, timeout=30,
-                       env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-    if "epmd" in tools:
-        subprocess.run([*tools["epmd"], "-kill"], capture_output=True, timeout=10,
-                       env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    env = r.extra.get("env") or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    for tool, args, timeout in (("rabbitmqctl", ["shutdown"], 30), ("epmd", ["-kill"], 10)):
+        if tool in tools and pid_alive(r.pid):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run([*tools[tool], *args], capture_output=True, timeout=timeout, env=env)
     if pid_alive(r.pid):
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(r.pid, signal.SIGTERM)
-        except (ProcessLookupError, PermissionError):
-            pass
     shutil.rmtree(r.workdir, ignore_errors=True)
-    try:
+    for log in r.extra.get("logs", []):        # a node inside the trixie root keeps its data there
+        node_dir = os.path.dirname(os.path.dirname(log))
+        if "/var/tmp/amqp-conformance-" in node_dir:
+            shutil.rmtree(node_dir, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
         r.path.unlink()
-    except FileNotFoundError:
-        pass
+    if r.kind == "rabbitmq-4.0":
+        from .rabbitmq import RabbitMQ40
+        RabbitMQ40()._release_chroot()

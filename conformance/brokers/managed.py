@@ -12,10 +12,12 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -23,7 +25,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from ..errors import BrokerStartFailed, PermissionProblem, ProvisionFailed
+from ..errors import BrokerStartFailed, PermissionProblem, PortInUse, ProvisionFailed
 
 
 def cache_dir() -> Path:
@@ -38,8 +40,15 @@ def state_dir() -> Path:
     return path
 
 
+def logs_dir() -> Path:
+    """Where the logs of stopped and failed nodes are kept (the last 20)."""
+    path = cache_dir() / "logs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def progress(message: str) -> None:
-    print(f"[amqp-conformance] {message}", file=__import__("sys").stderr, flush=True)
+    print(f"[amqp-conformance] {message}", file=sys.stderr, flush=True)
 
 
 def free_port() -> int:
@@ -97,28 +106,49 @@ def apt_install(packages: list[str], what: str) -> None:
         what=f"{what}: apt-get install", env=env)
 
 
-def debian_mirror() -> str:
-    """The Debian archive URI this machine's apt uses (deb822 sources or sources.list)."""
-    for path in sorted(Path("/etc/apt/sources.list.d").glob("*.sources")):
-        uris, suites = None, None
-        for line in path.read_text().splitlines():
-            if line.startswith("URIs:"):
-                uris = line.split(":", 1)[1].split()
-            elif line.startswith("Suites:"):
-                suites = line.split(":", 1)[1].split()
-            elif not line.strip():
-                if uris and suites and any(not s.endswith("-security") for s in suites):
-                    return uris[0]
-                uris, suites = None, None
-        if uris and suites and any(not s.endswith("-security") for s in suites):
-            return uris[0]
-    for path in [Path("/etc/apt/sources.list"), *Path("/etc/apt/sources.list.d").glob("*.list")]:
+def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:
+    """The Debian archive URI this machine's apt uses: the deb822 entry whose Suites include bookworm
+    (else the first non-security entry), or the same from one-line sources.list files."""
+    entries: list[tuple[list[str], list[str]]] = []          # (uris, suites)
+    for path in sorted((apt_dir / "sources.list.d").glob("*.sources")):
+        for stanza in re.split(r"\n\s*\n", path.read_text(errors="replace")):
+            fields: dict[str, list[str]] = {}
+            for line in stanza.splitlines():
+                if ":" in line and not line.startswith((" ", "\t", "#")):
+                    key, value = line.split(":", 1)
+                    fields[key.strip().lower()] = value.split()
+            if fields.get("enabled", ["yes"])[0].lower() == "no":
+                continue
+            if "deb" in fields.get("types", ["deb"]) and fields.get("uris") and fields.get("suites"):
+                entries.append((fields["uris"], fields["suites"]))
+    for path in [apt_dir / "sources.list", *sorted((apt_dir / "sources.list.d").glob("*.list"))]:
         if path.exists():
-            for line in path.read_text().splitlines():
-                parts = line.split()
-                if len(parts) >= 3 and parts[0] == "deb" and "security" not in parts[2]:
-                    return parts[1] if not parts[1].startswith("[") else parts[2]
-    raise ProvisionFailed("cannot find a Debian mirror in /etc/apt/sources.list*; configure apt first")
+            for line in path.read_text(errors="replace").splitlines():
+                parts = [p for p in line.split("#", 1)[0].split() if not p.startswith("[")]
+                if len(parts) >= 3 and parts[0] == "deb":
+                    entries.append(([parts[1]], [parts[2]]))
+    for wanted in (lambda suites: "bookworm" in suites,
+                   lambda suites: any(not s.endswith("-security") for s in suites)):
+        for uris, suites in entries:
+            if wanted(suites) and uris[0].startswith(("http://", "https://", "file:/")):
+                return uris[0]
+    raise ProvisionFailed(f"cannot find a Debian mirror in {apt_dir}/sources.list*; configure apt first "
+                          "(a deb822 entry with URIs and Suites)")
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def require_port_free(port: int, what: str) -> None:
+    if not port_free(port):
+        raise PortInUse(f"port {port} on 127.0.0.1 is in use, so {what} cannot listen on it; choose another "
+                        "port or leave --port out to get a free one")
 
 
 @dataclass
@@ -153,12 +183,16 @@ class NodeRecord:
 
 
 def pid_alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a child that exited but was not reaped yet)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    with contextlib.suppress(OSError, IndexError):
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
     return True
 
 
@@ -203,17 +237,34 @@ class ManagedBroker:
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
-    def start(self) -> NodeRecord:
+    def start(self, port: int | None = None) -> NodeRecord:
+        """Provision if needed, then start a throwaway node on 127.0.0.1 (`port`, or a free one) and wait,
+        bounded, until it speaks AMQP. A port that another process took meanwhile is retried (auto ports)."""
         self.ensure_provisioned()
-        workdir = Path(tempfile.mkdtemp(prefix=f"amqp-conformance-{self.kind}-"))
-        self.log_path = workdir / "broker.log"
-        t0 = time.monotonic()
-        try:
-            node = self._start(workdir)
-        except BaseException:
-            self._cleanup_failed(workdir)
-            raise
+        if port is not None:
+            require_port_free(port, self.kind)
+        for attempt in range(3):
+            workdir = Path(tempfile.mkdtemp(prefix=f"amqp-conformance-{self.kind}-"))
+            self.log_path = workdir / "broker.log"
+            t0 = time.monotonic()
+            try:
+                node = self._start(workdir, port)
+                break
+            except PortRace:
+                self._cleanup_failed(workdir)
+                if port is not None:
+                    raise PortInUse(f"port {port} on 127.0.0.1 was taken while {self.kind} started; choose "
+                                    "another port or leave --port out") from None
+                progress(f"{self.kind}: a port was taken meanwhile; retrying with new ports")
+            except BaseException:
+                self._cleanup_failed(workdir)
+                raise
+        else:
+            raise BrokerStartFailed(f"{self.kind}: ports were taken by other processes three times in a row; "
+                                    "retry, or stop what is grabbing loopback ports")
         node.extra["ready_seconds"] = round(time.monotonic() - t0, 2)
+        node.extra["logs"] = [str(p) for p in [self.log_path, *self._extra_logs()] if p is not None]
+        node.extra["managed"] = True
         node.save()
         self.node = node
         _RUNNING.append(self)
@@ -223,7 +274,17 @@ class ManagedBroker:
         if self.process is not None:
             with contextlib.suppress(Exception):
                 os.killpg(self.process.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                self.process.wait(timeout=10)
+        with contextlib.suppress(Exception):
+            self._keep_logs("failed-start", time.time())
+        with contextlib.suppress(Exception):
+            self._after_failed_start()
         shutil.rmtree(workdir, ignore_errors=True)
+        self.process = None
+
+    def _after_failed_start(self) -> None:
+        """Subclass cleanup after a start that failed (e.g. a node's own epmd)."""
 
     def stop(self) -> None:
         node = self.node
@@ -231,6 +292,8 @@ class ManagedBroker:
             return
         with contextlib.suppress(Exception):
             self._stop(node)
+        with contextlib.suppress(Exception):
+            self._keep_logs(node.name, node.started_at)
         if self.process is not None:
             with contextlib.suppress(Exception):
                 self.process.wait(timeout=15)
@@ -243,6 +306,17 @@ class ManagedBroker:
         if self in _RUNNING:
             _RUNNING.remove(self)
 
+    def _keep_logs(self, label: str, started_at: float) -> None:
+        """Copy the node's logs to the cache's logs/ directory before its directory goes (last 20 kept)."""
+        logs = logs_dir()
+        text = self.log_tail(100000) or ("(the node wrote no log before it was stopped)"
+                                         if label == "failed-start" else "")
+        if text:
+            stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(started_at))
+            (logs / f"{self.kind}-{stamp}-{label}.log").write_text(text + "\n")
+        for old in sorted(logs.glob("*.log"), key=lambda p: p.stat().st_mtime)[:-20]:
+            old.unlink(missing_ok=True)
+
     def _spawn(self, argv: list[str], env: dict, workdir: Path) -> subprocess.Popen:
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -254,6 +328,8 @@ class ManagedBroker:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
+                if self._port_race():
+                    raise PortRace()
                 raise BrokerStartFailed(f"{self.kind} exited during startup (code {self.process.returncode}); "
                                         f"log tail: {self.log_tail(5, one_line=True)}")
             if check():
@@ -269,19 +345,30 @@ class ManagedBroker:
             if path is not None and Path(path).exists():
                 text += Path(path).read_text(errors="replace")
         tail = text.strip().splitlines()[-lines:]
-        return " | ".join(t.strip() for t in tail) if one_line else "\n".join(tail)
+        if one_line:
+            return " | ".join(t.strip() for t in tail) or "(the node wrote no log yet)"
+        return "\n".join(tail)
 
     def _extra_logs(self):
         return []
 
+    def _port_race(self) -> bool:
+        """Whether the log says a listener could not bind (the node then exits during startup)."""
+        text = self.log_tail(200).lower()
+        return "eaddrinuse" in text or "address already in use" in text
+
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
-    def _start(self, workdir: Path) -> NodeRecord:
+    def _start(self, workdir: Path, port: int | None) -> NodeRecord:
         raise NotImplementedError
 
     def _stop(self, node: NodeRecord) -> None:
         raise NotImplementedError
+
+
+class PortRace(Exception):
+    """The broker could not bind a port chosen as free a moment ago (another process took it)."""
 
 
 _RUNNING: list[ManagedBroker] = []

@@ -1,8 +1,15 @@
 """Broker profiles: declarative TOML files saying how to address queues, authenticate, and run hooks.
 
-This module owns loading a profile (by name from fixtures/profiles/, or from a user's file) and expanding
-its command templates. Commands are argv lists; an element "{rabbitmqctl}" is replaced by the broker's own
-argv for that tool (a managed broker knows it; an external broker's profile sets it under [commands]).
+This module owns loading and validating a profile (by name from fixtures/profiles/, or a user's own file)
+and the `Action` values it is made of. It never runs anything: `handle.BrokerHandle` runs actions.
+
+An action is one of
+- a command: an argv list. An element "{rabbitmqctl}" (any name under [commands] or a tool a managed
+  broker provides) splices in that tool's argv; other "{name}" placeholders are filled from parameters;
+- an AMQP management call: `{ amqp_management = { method = "PUT", path = "/queues/{queue}", body = {...} } }`
+  (RabbitMQ 4's HTTP-over-AMQP node `/management`; needs nothing but the AMQP connection);
+- a keyword: "auto" (the broker creates queues on attach), "amqp" (preload by publishing with our peer),
+  "drain" (purge by consuming over AMQP).
 """
 
 from __future__ import annotations
@@ -10,12 +17,57 @@ from __future__ import annotations
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import UsageError
 
 PROFILES_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "profiles"
 
-HOOK_NAMES = ("memory_alarm", "disk_alarm", "queue_length_limit")
+# hook name -> the profile keys that provide it
+HOOKS = {
+    "memory_alarm": ("memory_alarm_raise", "memory_alarm_clear"),
+    "disk_alarm": ("disk_alarm_raise", "disk_alarm_clear"),
+    "queue_length_limit": ("queue_length_limit",),
+    "queue_size_limit": ("queue_size_limit",),
+}
+HOOK_KEYS = {k for keys in HOOKS.values() for k in keys} | {"alarm_wait"}
+HOOK_NAMES = tuple(HOOKS)
+KEYWORDS = {"create": {"auto"}, "preload": {"amqp"}, "purge": {"drain"}, "delete": set(), "depth": set()}
+SASL_MECHANISMS = {"auto", "PLAIN", "ANONYMOUS", "none"}
+PARAMETERS = {"queue", "max_length", "max_length_bytes", "count", "body"}   # what actions may refer to
+
+
+@dataclass(frozen=True)
+class Command:
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ManagementCall:
+    method: str
+    path: str
+    body: Any = None
+    ok: tuple[int, ...] = (200, 201, 204)
+
+
+Action = Command | ManagementCall | str
+
+
+@dataclass(frozen=True)
+class SaslSettings:
+    mechanism: str = "auto"          # auto: PLAIN when the URL has a user, else ANONYMOUS; "none": no SASL
+    user: str | None = None          # used when the URL has no user
+    password_env: str | None = None  # environment variable holding the password (never the password itself)
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    enabled: bool = False            # also implied by an amqps:// URL
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    verify: bool = True
+    server_hostname: str | None = None
 
 
 @dataclass
@@ -24,22 +76,31 @@ class Profile:
     product: str = "unknown"
     source: str = "{queue}"
     target: str = "{queue}"
-    existing: str | None = None
-    sasl_mechanism: str = "auto"
-    queue_create: object = "auto"
-    queue_depth: list | None = None
-    queue_delete: list | None = None
-    hooks: dict = field(default_factory=dict)
-    commands: dict = field(default_factory=dict)   # tool name -> argv prefix (external brokers)
+    existing: str | None = None      # address of a queue the suite created itself (with arguments)
+    sasl: SaslSettings = field(default_factory=SaslSettings)
+    tls: TlsSettings = field(default_factory=TlsSettings)
+    queues: dict[str, Action] = field(default_factory=lambda: {"create": "auto", "preload": "amqp"})
+    hooks: dict[str, Action] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)   # tool name -> argv prefix
+    path: Path | None = None
+
+    @property
+    def sasl_mechanism(self) -> str | None:
+        """What `Peer.handshake(sasl=...)` takes: "auto", "PLAIN", "ANONYMOUS", or None for no SASL layer."""
+        return None if self.sasl.mechanism == "none" else self.sasl.mechanism
 
     def queue_address(self, queue: str, role: str, *, existing: bool = False) -> str:
+        if role not in ("source", "target"):
+            raise ValueError(f"role must be 'source' or 'target', not {role!r}")
         template = self.existing if existing and self.existing else (self.source if role == "source" else self.target)
-        return template.format(queue=queue)
+        return template.replace("{queue}", queue)
 
     def has_hook(self, name: str) -> bool:
-        if name in ("memory_alarm", "disk_alarm"):
-            return f"{name}_raise" in self.hooks and f"{name}_clear" in self.hooks
-        return name in self.hooks
+        keys = HOOKS.get(name, (name,))
+        return all(k in self.hooks for k in keys)
+
+    def queue_action(self, what: str) -> Action | None:
+        return self.queues.get(what)
 
 
 def available_profiles() -> list[str]:
@@ -47,8 +108,11 @@ def available_profiles() -> list[str]:
 
 
 def load_profile(name_or_path: str) -> Profile:
+    """A profile by name (fixtures/profiles/NAME.toml) or by path; UsageError for unknown or invalid ones."""
     path = Path(name_or_path)
     if not (path.suffix == ".toml" and path.exists()):
+        if path.suffix == ".toml" or "/" in name_or_path:
+            raise UsageError(f"no profile file at {name_or_path}; check the path")
         path = PROFILES_DIR / f"{name_or_path}.toml"
     if not path.exists():
         raise UsageError(f"unknown profile {name_or_path!r}; use one of {', '.join(available_profiles())} or a "
@@ -57,38 +121,138 @@ def load_profile(name_or_path: str) -> Profile:
         data = tomllib.loads(path.read_text("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"profile {path} is not valid TOML ({exc}); fix the file") from None
+    return parse_profile(data, name=path.stem, path=path)
+
+
+def parse_profile(data: dict, *, name: str, path: Path | None = None) -> Profile:
+    where = str(path or name)
+
+    def bad(what: str) -> UsageError:
+        return UsageError(f"profile {where}: {what}")
+
+    known_tables = {"broker", "addressing", "sasl", "tls", "queues", "hooks", "commands"}
+    unknown = sorted(set(data) - known_tables)
+    if unknown:
+        raise bad(f"unknown table [{unknown[0]}]; tables are {', '.join(sorted(known_tables))}")
     broker = data.get("broker", {})
     addressing = data.get("addressing", {})
-    queues = data.get("queues", {})
+    for key in ("source", "target", "existing"):
+        value = addressing.get(key)
+        if value is not None and (not isinstance(value, str) or "{queue}" not in value):
+            raise bad(f"addressing.{key} must be a string containing {{queue}}, e.g. \"/queue/{{queue}}\"")
+
+    sasl_data = data.get("sasl", {})
+    mechanism = sasl_data.get("mechanism", "auto")
+    if mechanism not in SASL_MECHANISMS:
+        raise bad(f"sasl.mechanism {mechanism!r} is not one of {', '.join(sorted(SASL_MECHANISMS))}")
+    if "password" in sasl_data:
+        raise bad("sasl.password is not allowed (profiles are not secret); put the password in the URL or "
+                  "name an environment variable with sasl.password_env")
+    sasl = SaslSettings(mechanism, sasl_data.get("user"), sasl_data.get("password_env"))
+
+    tls_data = data.get("tls", {})
+    unknown = sorted(set(tls_data) - {"enabled", "ca_file", "cert_file", "key_file", "verify", "server_hostname"})
+    if unknown:
+        raise bad(f"unknown tls option {unknown[0]!r}; options are enabled, ca_file, cert_file, key_file, verify, "
+                  "server_hostname")
+    tls = TlsSettings(**tls_data)
+
+    queues: dict[str, Action] = {"create": "auto", "preload": "amqp"}
+    for key, value in data.get("queues", {}).items():
+        if key not in KEYWORDS:
+            raise bad(f"unknown queues.{key}; keys are {', '.join(KEYWORDS)}")
+        queues[key] = _action(value, f"queues.{key}", KEYWORDS[key], bad)
+
+    hooks: dict[str, Action] = {}
+    for key, value in data.get("hooks", {}).items():
+        if key not in HOOK_KEYS:
+            raise bad(f"unknown hook {key!r}; hooks are {', '.join(sorted(HOOK_KEYS))}")
+        hooks[key] = _action(value, f"hooks.{key}", set(), bad)
+    for hook, keys in HOOKS.items():
+        present = [k for k in keys if k in hooks]
+        if present and len(present) != len(keys):
+            missing = next(k for k in keys if k not in hooks)
+            raise bad(f"hook {hook} needs {missing} too (raise and clear come in pairs)")
+
+    commands = {}
+    for tool, argv in data.get("commands", {}).items():
+        if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+            raise bad(f"commands.{tool} must be a non-empty list of strings (an argv prefix)")
+        commands[tool] = list(argv)
+
     return Profile(
-        name=path.stem,
-        product=broker.get("product", "unknown"),
-        source=addressing.get("source", "{queue}"),
-        target=addressing.get("target", "{queue}"),
-        existing=addressing.get("existing"),
-        sasl_mechanism=data.get("sasl", {}).get("mechanism", "auto"),
-        queue_create=queues.get("create", "auto"),
-        queue_depth=queues.get("depth"),
-        queue_delete=queues.get("delete"),
-        hooks=dict(data.get("hooks", {})),
-        commands=dict(data.get("commands", {})),
-    )
+        name=name, product=broker.get("product", "unknown"),
+        source=addressing.get("source", "{queue}"), target=addressing.get("target", "{queue}"),
+        existing=addressing.get("existing"), sasl=sasl, tls=tls, queues=queues, hooks=hooks, commands=commands,
+        path=path)
 
 
-def expand(command: list, tools: dict[str, list[str]], **values) -> list[str]:
-    """Expand a command template: "{tool}" elements splice in the tool's argv, other {names} format in."""
+def _action(value: Any, key: str, keywords: set[str], bad) -> Action:
+    if isinstance(value, str):
+        if value in keywords:
+            return value
+        raise bad(f"{key} = {value!r}: expected an argv list, an amqp_management table"
+                  + (f" or one of {', '.join(sorted(keywords))}" if keywords else ""))
+    if isinstance(value, list):
+        if not value or not all(isinstance(a, str) for a in value):
+            raise bad(f"{key} must be a non-empty list of strings (an argv)")
+        return Command(tuple(value))
+    if isinstance(value, dict) and set(value) == {"amqp_management"}:
+        call = value["amqp_management"]
+        if not isinstance(call, dict) or "method" not in call or "path" not in call:
+            raise bad(f"{key}.amqp_management needs method and path (and optionally body, ok)")
+        ok = tuple(int(c) for c in call.get("ok", (200, 201, 204)))
+        return ManagementCall(str(call["method"]).upper(), str(call["path"]), call.get("body"), ok)
+    raise bad(f"{key} must be an argv list or {{ amqp_management = {{ method, path, body }} }}")
+
+
+def tools_needed(action: Action) -> set[str]:
+    """The tools a command splices in: whole "{name}" elements that are not parameters."""
+    if not isinstance(action, Command):
+        return set()
+    return {p[1:-1] for p in action.argv if p.startswith("{") and p.endswith("}") and p[1:-1] not in PARAMETERS}
+
+
+def expand(command: Command | list, tools: dict[str, list[str]], **values) -> list[str]:
+    """A command's argv: "{tool}" elements splice in the tool's argv, other {names} are filled in."""
     argv: list[str] = []
-    for part in command:
+    for part in (command.argv if isinstance(command, Command) else command):
         key = part[1:-1] if part.startswith("{") and part.endswith("}") else None
         if key is not None and key in tools:
             argv.extend(tools[key])
         else:
-            argv.append(_format_erl(part, values))
+            argv.append(fill(part, values))
     return argv
 
 
-def _format_erl(part: str, values: dict) -> str:
-    """Erlang terms contain braces: only replace the known {placeholders}."""
+def fill(template: str, values: dict) -> str:
+    """Replace only the known {placeholders} (Erlang terms in commands contain braces of their own)."""
     for key, value in values.items():
-        part = part.replace("{" + key + "}", str(value))
-    return part
+        template = template.replace("{" + key + "}", str(value))
+    return template
+
+
+def fill_value(value: Any, values: dict) -> Any:
+    """Fill placeholders in a management body: a string that is exactly "{name}" becomes the (typed)
+    parameter; a key whose value is such a placeholder with no parameter given is left out."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if isinstance(v, str) and _sole_placeholder(v) and _sole_placeholder(v) not in values:
+                continue
+            out[k] = fill_value(v, values)
+        return out
+    if isinstance(value, list):
+        return [fill_value(v, values) for v in value]
+    if isinstance(value, str):
+        key = _sole_placeholder(value)
+        if key is not None and key in values:
+            return values[key]
+        return fill(value, values)
+    return value
+
+
+def _sole_placeholder(text: str) -> str | None:
+    if text.startswith("{") and text.endswith("}") and text.count("{") == 1:
+        return text[1:-1]
+    return None

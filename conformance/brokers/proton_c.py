@@ -50,9 +50,10 @@ class ProtonCBroker(ManagedBroker):
         shutil.rmtree(build, ignore_errors=True)
         os.replace(tmp, build)
 
-    def _start(self, workdir: Path) -> NodeRecord:
+    def _start(self, workdir: Path, port: int | None) -> NodeRecord:
         progress("starting qpid-proton-c")
-        self._spawn(["stdbuf", "-oL", str(self.binary), "127.0.0.1", "0"], dict(os.environ), workdir)
+        # port 0: the broker binds a free port itself and prints it (no race)
+        self._spawn(["stdbuf", "-oL", str(self.binary), "127.0.0.1", str(port or 0)], dict(os.environ), workdir)
         port_holder = {}
 
         def listening() -> bool:
@@ -67,7 +68,7 @@ class ProtonCBroker(ManagedBroker):
             raise BrokerStartFailed("qpid-proton-c reported no port")
         return NodeRecord(name=f"proton{port}", kind=self.kind, url=f"amqp://127.0.0.1:{port}",
                           pid=self.process.pid, workdir=str(workdir), started_at=time.time(), owner_pid=os.getpid(),
-                          extra={"version": self.version})
+                          extra={"product": "qpid-proton-c example broker", "version": self.version})
 
     def _stop(self, node: NodeRecord) -> None:
         if self.process is not None:

@@ -15,10 +15,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from ..errors import BrokerStartFailed, ProvisionFailed
+from filelock import FileLock
+
+from ..errors import BrokerStartFailed, PermissionProblem, ProvisionFailed
 from ..peer import Peer, PeerError, Timeouts
 from .managed import (
-    ManagedBroker, NodeRecord, apt_install, cache_dir, debian_mirror, free_port, port_open, progress,
+    ManagedBroker, NodeRecord, pid_alive, apt_install, cache_dir, debian_mirror, free_port, port_open, progress,
     require_root, run,
 )
 
@@ -71,9 +73,10 @@ class RabbitMQBase(ManagedBroker):
     def _wrap(self, argv: list[str], env: dict) -> tuple[list[str], dict]:
         return argv, env
 
-    def _start(self, workdir: Path) -> NodeRecord:
+    def _start(self, workdir: Path, port: int | None) -> NodeRecord:
         host_dir, data_dir = self._data_dirs(workdir)
-        port, dist_port, epmd_port = free_port(), free_port(), free_port()
+        port = port or free_port()
+        dist_port, epmd_port = free_port(), free_port()
         node = f"amqpc{port}@localhost"
         self._write_config(host_dir, port)
         env = self._node_env(data_dir, port, dist_port, epmd_port, node)
@@ -90,11 +93,19 @@ class RabbitMQBase(ManagedBroker):
                                         env=spawn_env, cwd=str(workdir), start_new_session=True,
                                         preexec_fn=_raise_nofile)
         url = f"amqp://guest:guest@127.0.0.1:{port}"
-        self.wait_ready(lambda: port_open(port) and _amqp_ready(url), f"AMQP 1.0 open on port {port}")
+        opened: dict = {}
+        self.wait_ready(lambda: port_open(port) and _amqp_ready(url, opened), f"AMQP 1.0 open on port {port}")
+        props = {str(k): v for k, v in (opened.get("properties") or {}).items()}
         return NodeRecord(name=node.split("@")[0], kind=self.kind, url=url, pid=self.process.pid,
                           workdir=str(workdir), started_at=time.time(), owner_pid=os.getpid(),
-                          extra={"node": node, "epmd_port": epmd_port, "version": self.version,
-                                 "tools": self.tools})
+                          extra={"node": node, "epmd_port": epmd_port, "product": str(props.get("product", "RabbitMQ")),
+                                 "version": str(props.get("version", self.version)), "tools": self.tools,
+                                 "env": self.env})
+
+    def _after_failed_start(self) -> None:
+        epmd = self.tools.get("epmd")
+        if epmd:
+            subprocess.run([*epmd, "-kill"], env=self.env, capture_output=True, timeout=10)
 
     def _extra_logs(self):
         log = getattr(self, "_rabbit_log", None)
@@ -114,13 +125,16 @@ class RabbitMQBase(ManagedBroker):
         return workdir / "node", str(workdir / "node")
 
 
-def _amqp_ready(url: str) -> bool:
+def _amqp_ready(url: str, opened: dict) -> bool:
+    """The node completes SASL PLAIN and answers our open (stronger than `rabbitmqctl await_startup`: the
+    AMQP 1.0 listener itself is up). The broker's open properties go into `opened`."""
     try:
         peer = Peer.connect(url, timeouts=Timeouts(frame=3.0, connect=1.0))
     except PeerError:
         return False
     try:
-        peer.handshake(sasl="PLAIN")
+        remote = peer.handshake(sasl="PLAIN")
+        opened["properties"] = remote.properties
         return True
     except PeerError:
         return False
@@ -143,9 +157,8 @@ class RabbitMQ310(RabbitMQBase):
     def provision(self) -> None:
         apt_install(["rabbitmq-server"], "provisioning rabbitmq-3.10")
         if not self.provisioned():
-            raise ProvisionFailed("rabbitmq-server is installed but has no rabbitmq_amqp1_0 plugin")
-        # Debian starts nothing under apt here (no systemd), but a package may have left a node running
-        subprocess.run(["pkill", "-f", "beam.*-sname rabbit@"], capture_output=True)
+            raise ProvisionFailed("rabbitmq-server is installed but has no rabbitmq_amqp1_0 plugin; reinstall "
+                                  "it with `apt-get install --reinstall rabbitmq-server`")
 
 
 class RabbitMQ40(RabbitMQBase):
@@ -158,20 +171,44 @@ class RabbitMQ40(RabbitMQBase):
     def root(self) -> Path:
         return cache_dir() / "rabbitmq-4.0-root"
 
+    @property
+    def tarball(self) -> Path:
+        """The built root, compressed: what a CI cache keeps; unpacks in seconds."""
+        return cache_dir() / "rabbitmq-4.0-root.tar.gz"
+
     def provisioned(self) -> bool:
         return (self.root / "usr/lib/rabbitmq/bin/rabbitmq-server").exists()
 
     def provision(self) -> None:
-        require_root("provisioning rabbitmq-4.0")
-        apt_install(["debootstrap"], "provisioning rabbitmq-4.0")
+        require_root("provisioning rabbitmq-4.0 (debootstrap, chroot)")
         partial = self.root.with_name(self.root.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
-        mirror = debian_mirror()
-        progress("debootstrap trixie with rabbitmq-server (about a minute)")
-        run(["debootstrap", "--variant=minbase", "--include=rabbitmq-server", "trixie", str(partial), mirror],
-            timeout=1800, what="debootstrap of Debian trixie for rabbitmq-4.0")
-        shutil.rmtree(partial / "var/cache/apt/archives", ignore_errors=True)
-        (partial / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
+        partial.mkdir(parents=True)
+        if self.tarball.exists():
+            progress(f"unpacking the cached trixie root {self.tarball}")
+            try:
+                run(["tar", "-xzf", str(self.tarball), "-C", str(partial)], timeout=600,
+                    what="unpacking the cached trixie root")
+            except ProvisionFailed:
+                progress("the cached tarball is unusable; building the root again")
+                self.tarball.unlink()
+                shutil.rmtree(partial, ignore_errors=True)
+                return self.provision()
+        else:
+            apt_install(["debootstrap"], "provisioning rabbitmq-4.0")
+            mirror = debian_mirror()
+            progress(f"debootstrap trixie with rabbitmq-server from {mirror} (a few minutes, ~300 MB)")
+            run(["debootstrap", "--variant=minbase", "--include=rabbitmq-server", "trixie", str(partial), mirror],
+                timeout=1800, what="debootstrap of Debian trixie for rabbitmq-4.0")
+            shutil.rmtree(partial / "var/cache/apt/archives", ignore_errors=True)
+            (partial / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
+            progress(f"caching the root as {self.tarball}")
+            tmp = self.tarball.with_suffix(".partial")
+            run(["tar", "-czf", str(tmp), "-C", str(partial), "."], timeout=900, what="packing the trixie root")
+            os.replace(tmp, self.tarball)
+        if not (partial / "usr/lib/rabbitmq/bin/rabbitmq-server").exists():
+            raise ProvisionFailed("the trixie root has no rabbitmq-server; delete "
+                                  f"{self.tarball} and provision again")
         os.replace(partial, self.root)
 
     def _data_dirs(self, workdir: Path) -> tuple[Path, str]:
@@ -186,20 +223,52 @@ class RabbitMQ40(RabbitMQBase):
         return ["chroot", str(self.root), "/usr/bin/env", "-i", *pairs, *argv], {"PATH": os.environ.get(
             "PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
 
-    def _start(self, workdir: Path) -> NodeRecord:
-        self._mount_proc()
-        return super()._start(workdir)
+    def _start(self, workdir: Path, port: int | None) -> NodeRecord:
+        require_root("starting rabbitmq-4.0 (it runs in a chroot)")
+        with self._root_lock():            # claim a directory in the root, then make sure /proc is there
+            self._data_dirs(workdir)
+            self._mount_proc()
+        return super()._start(workdir, port)
+
+    def _root_lock(self) -> FileLock:
+        """Serialises claiming/releasing node directories and mounting/unmounting /proc across processes."""
+        return FileLock(str(cache_dir() / "rabbitmq-4.0-root.lock"), timeout=60)
 
     def _mount_proc(self) -> None:
         proc = self.root / "proc"
         if not (proc / "self").exists():
-            run(["mount", "-t", "proc", "proc", str(proc)], timeout=30, what="mounting /proc in the trixie root",
-                error=BrokerStartFailed)
+            proc.mkdir(exist_ok=True)
+            result = run(["mount", "-t", "proc", "proc", str(proc)], timeout=30, check=False,
+                         what="mounting /proc in the trixie root", error=BrokerStartFailed)
+            if result.returncode != 0:
+                detail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
+                raise PermissionProblem(f"cannot mount /proc into {self.root} ({detail[0]}); run as root on a "
+                                        "machine that allows mounts, or use rabbitmq-3.10 / a broker URL")
 
     def _stop(self, node: NodeRecord) -> None:
         super()._stop(node)
-        shutil.rmtree(getattr(self, "_chroot_dir", ""), ignore_errors=True) if getattr(self, "_chroot_dir", None) else None
-        others = [p for p in (self.root / "var/tmp").glob("amqp-conformance-*")]
-        if not others:
-            with contextlib.suppress(Exception):
-                subprocess.run(["umount", "-l", str(self.root / "proc")], capture_output=True, timeout=10)
+        self._release_chroot()
+
+    def _after_failed_start(self) -> None:
+        super()._after_failed_start()
+        self._release_chroot()
+
+    def _release_chroot(self) -> None:
+        """Remove this node's directory inside the root, and stale ones (no running node, older than a
+        startup could take); unmount /proc when no node uses the root any more."""
+        with self._root_lock():
+            chroot_dir = getattr(self, "_chroot_dir", None)
+            if chroot_dir is not None:
+                shutil.rmtree(chroot_dir, ignore_errors=True)
+                self._chroot_dir = None
+            live = {Path(r.workdir).name for r in NodeRecord.load_all() if r.kind == self.kind and pid_alive(r.pid)}
+            in_use = False
+            for node_dir in (self.root / "var/tmp").glob("amqp-conformance-*"):
+                age = time.time() - node_dir.stat().st_mtime
+                if node_dir.name in live or age < self.startup_timeout + 60:
+                    in_use = True
+                else:
+                    shutil.rmtree(node_dir, ignore_errors=True)
+            if not in_use and (self.root / "proc/self").exists():
+                with contextlib.suppress(Exception):
+                    subprocess.run(["umount", "-l", str(self.root / "proc")], capture_output=True, timeout=10)

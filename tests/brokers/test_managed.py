@@ -1,8 +1,13 @@
-"""Managed brokers: start, use and stop each; a second start reuses the provisioned files; bad input gives
-one-line errors with distinct exit codes; a minimal case passes against all three in one pytest run (-n 2)."""
+"""Managed brokers against the real thing: start, use and stop each; a second start reuses the provisioned
+files and is fast; bad input gives one-line errors with distinct exit codes; nodes are cleaned up on SIGTERM;
+the minimal case passes against all three managed brokers in one pytest run with -n 2.
+
+Timings are printed as `FIGURE {...}` lines (run with -s to see them)."""
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -11,33 +16,83 @@ from pathlib import Path
 import pytest
 
 from conformance import brokers
+from conformance.brokers.managed import NodeRecord, logs_dir, pid_alive
 from conformance.cli import main as cli_main
-from conformance.errors import EXIT_AUTH_FAILED, EXIT_BROKER_UNREACHABLE, EXIT_USAGE, UsageError
+from conformance.errors import (
+    EXIT_AUTH_FAILED, EXIT_BROKER_START_FAILED, EXIT_BROKER_UNREACHABLE, EXIT_PERMISSION, EXIT_PORT_IN_USE, EXIT_USAGE,
+    AuthenticationFailed, BrokerStartFailed, BrokerUnreachable, PermissionProblem, PortInUse, UsageError,
+)
 
 pytestmark = pytest.mark.broker
 REPO = Path(__file__).resolve().parents[2]
 
 
+def figure(**values):
+    print("FIGURE " + json.dumps(values))
+
+
 @pytest.mark.parametrize("name", list(brokers.MANAGED))
-def test_start_use_stop_and_reuse(name):
+def test_start_use_stop_then_a_second_start_reuses_the_provisioned_files(name):
     managed_cls = brokers.MANAGED[name]
-    assert managed_cls().ensure_provisioned() >= 0
-    t0 = time.monotonic()
-    handle = brokers.start(brokers.resolve(name))
-    started = time.monotonic() - t0
+    provision_seconds = managed_cls().ensure_provisioned()
+    starts = []
+    for round_ in range(2):
+        t0 = time.monotonic()
+        handle = brokers.start(brokers.resolve(name))
+        starts.append(round(time.monotonic() - t0, 2))
+        node = handle.managed.node
+        try:
+            assert handle.alive() and handle.host == "127.0.0.1" and handle.port == int(node.url.rsplit(":", 1)[1])
+            assert handle.product and handle.version, "product and version are known"
+            assert NodeRecord.load_all() and any(r.name == node.name for r in NodeRecord.load_all())
+            queue = handle.unique_queue("managed")
+            assert handle.preload(queue, 3, body=b"m") == [b"m"] * 3
+            depth = handle.queue_depth(queue)
+            assert depth in (3, None), depth                      # None: the profile cannot inspect queues
+            assert handle.purge_queue(queue) in (3, None)
+            if depth is not None:
+                assert handle.queue_depth(queue) == 0
+            assert "\n" in handle.log_tail(20) or handle.log_tail(20)
+            workdir = Path(node.workdir)
+            assert workdir.exists()
+        finally:
+            handle.managed.stop()
+        assert not workdir.exists(), "the throwaway node's directory is removed"
+        assert not pid_alive(node.pid), "the node's process is gone"
+        assert not node.path.exists(), "the node's state file is removed"
+        assert managed_cls().ensure_provisioned() == 0.0, "a second start reuses the provisioned files"
+    assert starts[1] < 30, f"a later start of {name} is fast ({starts[1]} s)"
+    figure(broker=name, provision_seconds=round(provision_seconds, 2), start_seconds=starts,
+           ready_seconds=node.extra["ready_seconds"], product=handle.product, version=handle.version)
+
+
+def test_queue_limits_purge_and_delete_through_rabbitmq4_management_over_amqp():
+    from conformance.brokers import amqp_ops
+    handle = brokers.start(brokers.resolve("rabbitmq-4.0"))
     try:
-        assert handle.alive()
-        queue = handle.unique_queue("managed")
-        handle.preload(queue, [b"one", b"two"])
-        if handle.profile.queue_depth:
-            assert handle.queue_depth(queue) == 2
-        workdir = handle.managed.node.workdir
-        assert Path(workdir).exists()
+        queue = handle.unique_queue("limited")
+        handle.create_queue(queue, max_length=2)
+        assert handle.queue_address(queue, "target") == f"/queues/{queue}"
+        handle.preload(queue, 2)
+        assert handle.queue_depth(queue) == 2
+        with pytest.raises(brokers.HookFailed, match="did not accept"):
+            handle.preload(queue, 1, timeout=10)            # reject-publish: the third message is refused
+        assert handle.purge_queue(queue) == 2
+        handle.delete_queue(queue)
+        gone = amqp_ops.management(handle._endpoint(), "GET", amqp_ops.queue_path(queue), ok=(404,))
+        assert gone.status == 404, "the queue is deleted"
     finally:
         handle.managed.stop()
-    assert not Path(workdir).exists(), "the throwaway node's directory is removed"
-    assert managed_cls().ensure_provisioned() == 0.0, "a second start reuses the provisioned files"
-    print(json.dumps({"broker": name, "start_seconds": round(started, 2)}))
+
+
+def test_alarm_hooks_run_and_are_reported(tmp_path):
+    handle = brokers.start(brokers.resolve("rabbitmq-3.10"))
+    try:
+        assert handle.has_hook("memory_alarm")
+        handle.set_alarm("memory", True, timeout=30)
+        handle.set_alarm("memory", False, timeout=30)
+    finally:
+        handle.managed.stop()
 
 
 def test_unknown_broker_and_bad_url_are_usage_errors(capsys):
@@ -46,20 +101,26 @@ def test_unknown_broker_and_bad_url_are_usage_errors(capsys):
     assert cli_main(["run", "--broker", "no-such-broker"]) == EXIT_USAGE
     err = capsys.readouterr().err
     assert err.startswith("error: unknown broker") and "Traceback" not in err and err.count("\n") == 1
+    assert cli_main(["brokers", "up", "rabbitmq-9"]) == EXIT_USAGE
     assert cli_main(["run", "--broker", "amqp://h:port"]) == EXIT_USAGE
     assert cli_main(["run", "no/such"]) == 3
 
 
 def test_unreachable_broker_exit_code(capsys):
+    with pytest.raises(BrokerUnreachable):
+        brokers.start(brokers.resolve("amqp://guest:topsecret@127.0.0.1:1"))
     assert cli_main(["run", "--broker", "amqp://guest:topsecret@127.0.0.1:1"]) == EXIT_BROKER_UNREACHABLE
     err = capsys.readouterr().err
-    assert "cannot reach" in err and "topsecret" not in err
+    assert "cannot reach" in err and "topsecret" not in err and err.count("\n") == 1
 
 
 def test_wrong_password_against_rabbitmq_is_an_auth_error(capsys):
     handle = brokers.start(brokers.resolve("rabbitmq-3.10"))
     try:
         url = handle.url.replace("guest:guest", "guest:wrong-pass")
+        with pytest.raises(AuthenticationFailed) as info:
+            brokers.start(brokers.resolve(url, "rabbitmq-3"))
+        assert "wrong-pass" not in info.value.message
         code = cli_main(["run", "--broker", url, "--profile", "rabbitmq-3", "2.6.8/1"])
     finally:
         handle.managed.stop()
@@ -67,26 +128,103 @@ def test_wrong_password_against_rabbitmq_is_an_auth_error(capsys):
     assert code == EXIT_AUTH_FAILED and "wrong-pass" not in err and "authentication failed" in err
 
 
-def test_profile_without_a_hook_makes_the_case_unsupported():
-    from conformance.cases import load_all
-    from conformance.runner import RunOptions, run_case
-    handle = brokers.start(brokers.resolve("qpid-proton-c"))
-    try:
-        result = run_case(load_all()["2.5.6/4"], handle, RunOptions())
-    finally:
-        handle.managed.stop()
-    assert result.verdict.value == "unsupported" and "memory_alarm" in result.reason
+def test_port_in_use_is_its_own_error(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(PortInUse) as info:
+            brokers.start(brokers.resolve("qpid-proton-c"), port=port)
+        assert str(port) in info.value.message
+        assert cli_main(["brokers", "up", "qpid-proton-c", "--port", str(port)]) == EXIT_PORT_IN_USE
+    err = capsys.readouterr().err
+    assert err.startswith("error: port") and err.count("\n") == 1
 
 
-def test_minimal_case_against_all_three_managed_brokers_with_xdist(tmp_path):
-    run_dir = tmp_path / "run"
-    cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "-p", "no:cacheprovider", "-q",
-           "-n", "2", "--case", "2.6.8/1", "--run-dir", str(run_dir), "--rootdir", str(REPO)]
+def test_no_permission_to_chroot_is_its_own_error(monkeypatch, capsys):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)      # as if not root: the chroot broker cannot start
+    with pytest.raises(PermissionProblem, match="needs root"):
+        brokers.start(brokers.resolve("rabbitmq-4.0"))
+    assert cli_main(["brokers", "up", "rabbitmq-4.0"]) == EXIT_PERMISSION
+    assert "needs root" in capsys.readouterr().err
+
+
+def test_a_broker_that_is_not_ready_in_time_fails_with_its_log_tail(monkeypatch, capsys):
+    monkeypatch.setattr(brokers.MANAGED["rabbitmq-3.10"], "startup_timeout", 0.5)
+    started = time.time() - 1
+    with pytest.raises(BrokerStartFailed) as info:
+        brokers.start(brokers.resolve("rabbitmq-3.10"))
+    message = info.value.message
+    assert "rabbitmq-3.10 not ready" in message, message
+    assert "log tail:" in message and "\n" not in message
+    assert cli_main(["brokers", "up", "rabbitmq-3.10"]) == EXIT_BROKER_START_FAILED
+    assert not any(r.owner_pid == os.getpid() for r in NodeRecord.load_all()), "a failed start leaves no node"
+    kept = [p for p in logs_dir().glob("rabbitmq-3.10-*-failed-start.log") if p.stat().st_mtime >= started]
+    assert kept, "the failed node's log is kept"
+
+
+def test_brokers_up_status_down_and_stale_cleanup(capsys):
+    assert cli_main(["brokers", "provision", "--all"]) == 0
+    assert capsys.readouterr().out.count("already provisioned") == len(brokers.MANAGED)
+    assert cli_main(["brokers", "list"]) == 0
+    assert "qpid-proton-c" in capsys.readouterr().out
+    assert cli_main(["brokers", "up", "qpid-proton-c"]) == 0
+    out = capsys.readouterr().out
+    assert "qpid-proton-c: amqp://127.0.0.1:" in out
+    mine = [r for r in NodeRecord.load_all() if r.owner_pid == 0 and r.kind == "qpid-proton-c"]
+    assert mine and all(pid_alive(r.pid) for r in mine)
+    assert cli_main(["brokers", "status"]) == 0
+    assert "owner: brokers up" in capsys.readouterr().out
+    # a node whose owning run died (e.g. kill -9) is stale: `down` stops it too
+    stale = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    record = NodeRecord(name="stale-test", kind="qpid-proton-c", url="amqp://127.0.0.1:1", pid=stale.pid,
+                        workdir="/nonexistent-amqp-conformance", started_at=time.time(), owner_pid=2 ** 22 + 17)
+    record.save()
+    assert cli_main(["brokers", "down", "qpid-proton-c"]) == 0
+    stale.wait(timeout=10)
+    assert not any(r.name in {m.name for m in mine} | {"stale-test"} for r in NodeRecord.load_all())
+    assert all(not pid_alive(r.pid) for r in mine)
+
+
+def test_a_terminated_run_stops_its_nodes():
+    script = ("import sys, time\nfrom conformance import brokers\n"
+              "h = brokers.start(brokers.resolve('qpid-proton-c'))\n"
+              "print(h.managed.node.pid, h.managed.node.name, flush=True)\n"
+              "time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, cwd=str(REPO), env=dict(os.environ, PYTHONPATH=str(REPO)))
+    pid, name = proc.stdout.readline().split()
+    assert pid_alive(int(pid))
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while pid_alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)  # bounded-wait-ok: the broker process is being reaped
+    assert not pid_alive(int(pid)), "the broker died with its run"
+    assert not any(r.name == name for r in NodeRecord.load_all())
+
+
+def _pytest_n2(tmp_path, *args):
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--rootdir", str(REPO), *args]
     for name in brokers.MANAGED:
         cmd += ["--broker", name]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=str(REPO),
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=str(REPO),
                           env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def test_minimal_case_with_proton_blocking_receiver_against_all_three_managed_brokers_n2(tmp_path):
+    t0 = time.monotonic()
+    proc = _pytest_n2(tmp_path, str(REPO / "tests/brokers/minimal_case_proton.py"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "3 passed" in proc.stdout
+    figure(what="minimal case (proton receiver), 3 brokers, -n 2", seconds=round(time.monotonic() - t0, 1))
+
+
+def test_minimal_case_with_our_peer_against_all_three_managed_brokers_n2(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = _pytest_n2(tmp_path, "--pyargs", "conformance.suite", "--case", "2.6.8/1", "--run-dir", str(run_dir))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
     assert sorted(r["broker"] for r in records) == sorted(brokers.MANAGED)
     assert {r["verdict"] for r in records} == {"pass"}
+    assert all(r.get("broker_product") and r.get("broker_version") for r in records), records
