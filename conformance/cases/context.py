@@ -165,16 +165,10 @@ class CaseContext:
 
     def require_model_clean(self) -> None:
         """Judge every frame of every connection with the flow-control model (conformance.model)."""
-        from ..model import FlowOracle
         for conn in self.connections:
-            oracle = FlowOracle()
-            for entry in conn.peer.transcript.snapshot():
-                if not hasattr(entry.item, "body") or entry.item.body is None:
-                    continue
-                for v in oracle.observe(entry.direction, entry.item):
-                    if catalogue.get(v.requirement_id).level in ("MUST", "SHOULD"):
-                        raise violation(v.requirement_id, f"frame {v.frame_index}: {v.detail}",
-                                        expected=v.sentence[:120], actual=summarize(entry.item))
+            for v, frame in transcript_violations(conn.peer):
+                raise violation(v.requirement_id, f"frame {v.frame_index}: {v.detail}",
+                                expected=v.sentence[:120], actual=summarize(frame))
 
     def describe_error(self, exc: BaseException) -> str:
         if isinstance(exc, PeerError):
@@ -428,6 +422,20 @@ class SessionScript:
                          "the broker's next-outgoing-id is not its initial one plus the transfers it sent",
                          expected=f"next-outgoing-id {expected & 0xFFFFFFFF:#x}",
                          actual=f"next-outgoing-id {int(flow.next_outgoing_id):#x}")
+
+
+def transcript_violations(peer: Peer) -> list:
+    """(violation, frame) for every MUST or SHOULD the model finds broken in this connection's transcript."""
+    from ..model import FlowOracle
+    oracle = FlowOracle()
+    found = []
+    for entry in peer.transcript.snapshot():
+        if getattr(entry.item, "body", None) is None:
+            continue
+        for v in oracle.observe(entry.direction, entry.item):
+            if catalogue.get(v.requirement_id).level in ("MUST", "SHOULD"):
+                found.append((v, entry.item))
+    return found
 
 
 def settle(peer: Peer, quiet: float, rounds: int = 40) -> None:

@@ -12,8 +12,7 @@ import datetime as _dt
 import json
 from pathlib import Path
 
-from .. import catalogue
-from ..model import FlowOracle
+from ..cases.context import settle, transcript_violations
 from ..peer import ExpectationTimeout
 from ..wire import Transfer, serial_add
 
@@ -62,30 +61,12 @@ class ReceiverExplorer:
                 except ExpectationTimeout:
                     break
                 link.received.append(frame)
-        self.settle()
+        settle(self.link.peer, 0.05)     # judge a transcript that no longer changes: same script, same verdict
         self.check()
 
-    def settle(self, quiet: float = 0.05, rounds: int = 40) -> None:
-        """Wait until nothing more arrives for `quiet` seconds (bounded), so every step is judged on a
-        transcript that no longer changes: the same script gives the same verdict."""
-        peer = self.link.peer
-        for _ in range(rounds):
-            before = peer.mark()
-            try:
-                peer.expect(Transfer, where=lambda f: False, timeout=quiet)   # a named, bounded wait
-            except ExpectationTimeout:
-                pass
-            if peer.mark() == before:
-                return
-
     def check(self) -> None:
-        oracle = FlowOracle()
-        for entry in self.link.peer.transcript.snapshot():
-            if getattr(entry.item, "body", None) is None:
-                continue
-            for v in oracle.observe(entry.direction, entry.item):
-                if catalogue.get(v.requirement_id).level in ("MUST", "SHOULD"):
-                    raise Violated(f"{v.requirement_id} ({v.level}) at frame {v.frame_index}: {v.detail}")
+        for v, _ in transcript_violations(self.link.peer):
+            raise Violated(f"{v.requirement_id} ({v.level}) at frame {v.frame_index}: {v.detail}")
 
     def close(self) -> None:
         self.ctx.close()
