@@ -382,6 +382,8 @@ def _plan(cls) -> tuple:
 
 
 _COMPILED: dict = {}
+_COMPILED_FRAMES: dict = {}     # class -> encoder of a whole AMQP frame (header, performative, payload)
+_FRAME_HEADER = struct.Struct(">IBBH").pack
 
 
 def _compile(cls):
@@ -390,35 +392,39 @@ def _compile(cls):
     plan = _plan(cls)
     env = {"NULL": NULL, "SU": _SMALL_UINT, "CI": _CODE_I, "EncodeError": EncodeError, "encode_field": encode_field,
            "TRUE": TRUE, "FALSE": FALSE, "_II": _II, "bytes": bytes, "len": len}
-    lines = ["def enc(obj, validate):", "    d = obj.__dict__", "    p = []", "    a = p.append"]
+    fields = ["    d = obj.__dict__", "    p = []", "    a = p.append"]
     for i, (attr, mandatory, name, exact, direct, declared, multiple) in enumerate(plan):
         env[f"E{i}"], env[f"D{i}"], env[f"T{i}"], env[f"M{i}"] = exact, direct, declared, multiple
-        lines += [f"    v = d[{attr!r}]", "    if v is None:"]
-        if mandatory:
-            lines.append(f"        if validate: raise EncodeError({cls.NAME + ': mandatory field ' + name + ' is not set'!r})")
-        lines.append("        a(NULL)")
         prim = wire_type(declared)
-        if prim == "uint" and not multiple:
-            lines.append("    elif type(v) is int and 0 <= v < 256: a(SU[v])")
-            lines.append("    elif type(v) is int and 0 <= v <= 0xFFFFFFFF: a(CI(0x70, v))")
-        elif prim == "boolean" and not multiple:
-            lines.append("    elif v is True: a(TRUE)")
-            lines.append("    elif v is False: a(FALSE)")
-        lines.append(f"    elif type(v) in E{i}: a(D{i}(v))")
-        lines.append(f"    else: a(encode_field(v, T{i}, M{i}))")
-    lines.append("    while p and p[-1] is NULL: p.pop()      # trailing nulls are omitted")
+        fields.append(f"    v = d[{attr!r}]")
+        if prim == "uint" and not multiple:      # the common case first: a plain int
+            fields += ["    if v.__class__ is int and 0 <= v <= 0xFFFFFFFF:",
+                       "        a(SU[v] if v < 256 else CI(0x70, v))",
+                       "    elif v is None:"]
+        else:
+            fields.append("    if v is None:")
+        if mandatory:
+            fields.append(f"        if validate: raise EncodeError({cls.NAME + ': mandatory field ' + name + ' is not set'!r})")
+        fields.append("        a(NULL)")
+        if prim == "boolean" and not multiple:
+            fields += ["    elif v is True: a(TRUE)", "    elif v is False: a(FALSE)"]
+        fields += [f"    elif type(v) in E{i}: a(D{i}(v))", f"    else: a(encode_field(v, T{i}, M{i}))"]
+    fields += ["    while p and p[-1] is NULL: p.pop()      # trailing nulls are omitted",
+               "    body = b''.join(p)", "    count = len(p)", "    size = len(body)"]
     code = cls.DESCRIPTOR
-    lines += [
-        "    body = b''.join(p)",
-        "    count = len(p)",
-        "    size = len(body)",
-        "    if not count:",
-        f"        return {bytes((0x00, 0x53, code, 0x45))!r}",
-        "    if size < 255 and count <= 255:",
-        f"        return {bytes((0x00, 0x53, code, 0xC0))!r} + bytes((size + 1, count)) + body",
-        f"    return {bytes((0x00, 0x53, code, 0xD0))!r} + _II(size + 4, count) + body",
-    ]
+    env.update(P0=bytes((0x00, 0x53, code, 0x45)), P8=bytes((0x00, 0x53, code, 0xC0)),
+               P32=bytes((0x00, 0x53, code, 0xD0)), HDR=_FRAME_HEADER)
+    lines = ["def enc(obj, validate):", *fields,
+             "    if not count: return P0",
+             "    if size < 255 and count <= 255: return b''.join((P8, bytes((size + 1, count)), body))",
+             "    return b''.join((P32, _II(size + 4, count), body))",
+             "def frame(obj, channel, payload, validate):", *fields,
+             "    if not count: return b''.join((HDR(12 + len(payload), 2, 0, channel), P0, payload))",
+             "    if size < 255 and count <= 255:",
+             "        return b''.join((HDR(14 + size + len(payload), 2, 0, channel), P8, bytes((size + 1, count)), body, payload))",
+             "    return b''.join((HDR(20 + size + len(payload), 2, 0, channel), P32, _II(size + 4, count), body, payload))"]
     exec("\n".join(lines), env)   # noqa: S102 - generated from the static field table above
+    _COMPILED_FRAMES[cls] = env["frame"]
     return env["enc"]
 
 

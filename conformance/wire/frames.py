@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .decode import DecodeError, decode_value
-from .encode import _COMPILED, encode_composite, encode_value
+from .encode import _COMPILED_FRAMES, encode_composite, encode_value
 from .performatives import Composite
 
 AMQP_FRAME = 0x00
@@ -86,10 +86,9 @@ def encode_frame(body: Any, channel: int = 0, payload: bytes = b"", frame_type: 
     the standard 8 bytes and SIZE is the real length.
     """
     if size is None and doff == 2 and not frame_type and not extended_header:
-        enc = _COMPILED.get(type(body))
-        if enc is not None:            # the common case: a composite whose encoder is already compiled
-            encoded = enc(body, validate)
-            return b"".join((_HEADER.pack(8 + len(encoded) + len(payload), 2, 0, channel), encoded, payload))
+        enc = _COMPILED_FRAMES.get(type(body))
+        if enc is not None:            # the common case: a composite whose frame encoder is compiled
+            return enc(body, channel, payload, validate)
     if isinstance(body, Frame):
         return encode_frame(body.body, body.channel, body.payload, body.frame_type, doff=doff,
                             extended_header=extended_header, validate=validate, size=size)
