@@ -1,9 +1,10 @@
 """Sans-IO flow-control model: endpoint state per 2.5.6 and 2.6.7, and the oracle that judges transcripts.
 
-Pure and deterministic: frames in, state and violations out. No sockets, threads or clocks.
+Pure and deterministic: frames in, state and violations out. No sockets, threads or clocks, ever.
 """
 
-from .endpoints import LinkEndpoint, SessionEndpoint
-from .oracle import FlowOracle, Violation
+from .endpoints import LinkEndpoint, SessionEndpoint, credit_left
+from .oracle import RULES, FlowOracle, LinkView, Violation, emitted_requirement_ids
 
-__all__ = ["LinkEndpoint", "SessionEndpoint", "FlowOracle", "Violation"]
+__all__ = ["LinkEndpoint", "SessionEndpoint", "credit_left", "FlowOracle", "LinkView", "Violation", "RULES",
+           "emitted_requirement_ids"]

@@ -1,25 +1,87 @@
-"""The flow-control oracle: fed a connection's frames in order, it names every sentence the broker breaks.
+"""The flow-control oracle: fed one connection's frames in order, it names every sentence a frame breaks.
 
-This module owns judging a transcript against 2.5.6, 2.6.7 and 2.7.4. Direction "out" is a frame our peer
-sent, "in" one the broker sent. It never does I/O and never sees clocks.
+This module owns judging a transcript against 2.5.6 (session windows), 2.6.7 (link credit) and the flow
+field rules of 2.7.4. It never does I/O and never sees clocks: frames in, violations and answers out.
 
-In-flight rule (conservative: it never blames the broker for a race it could not see). When our peer
-lowers a link's delivery-limit, transfers the broker sent before it processed our flow are legal
-(2.6.7: "If the link-credit is reduced by the receiver when transfers are in-flight..."). The oracle cannot
-see when the broker processed our flow, so a transfer is judged against the highest delivery-limit our
-peer announced since the broker last proved it saw the latest one — by sending a flow for that link
-whose delivery-count + link-credit equals our latest delivery-limit. Session windows are judged the same
-way against the highest limit we announced.
+Directions. "out" is a frame our peer sent, "in" one the broker sent; the transcript is the order our peer
+saw them in. Only the attribute names of `conformance.wire` performatives are read (duck typing), and the
+performative is recognised by its `NAME` ("flow", ...) or, failing that, its lower-cased class name.
+Sessions are matched by channel (a begin's remote-channel joins the two channels), links by attach name
+(the two handles are independent), and a detach/end frees the handle/channel for reuse.
+
+Who is judged. `FlowOracle(judge="in")` (default) reports the broker's violations; "out" our peer's, "both"
+both. Every rule is symmetric; only what each side could have seen differs (next paragraph).
+
+In-flight rule (conservative: no false fails). A frame our peer receives was sent after everything
+before it in the transcript, so our peer is judged against exactly the state it had seen. The broker is
+not: it may have sent a frame before it processed our latest flows (2.6.7: "If the link-credit is reduced
+by the receiver when transfers are in-flight..."). For every delivery-limit (link) and incoming
+transfer-id limit (session) our peer announced, the oracle keeps the frame index that carried it. A broker
+frame is judged against every limit it may still have been acting on: the latest one it has *proved* it
+processed and all limits announced after it; a transfer is legal if any of them allows it. Proofs are
+kept per link (link limits) and per session (window limits); a link proof at our frame k also proves the
+session processed k. The broker proves it processed our frame k only by:
+  - a begin answering our begin, or an attach answering our attach (k = that begin/attach);
+  - doing something the limit proved so far cannot explain: a transfer it would not allow, or a flow as
+    sender whose link-credit differs from max(0, limit - delivery-count) for it; k = the earliest later
+    limit that explains it (if none does, nothing is proved and the frame is judged);
+  - a flow as sender with drain=true when the proved limit has drain=false (k = our earliest drain=true flow).
+Each proof assumes the broker was correct so far, so a wrong proof needs a broker already at fault; the
+frame reported is the first one no explanation fits (an over-send that could not be told from a legal
+in-flight transfer may surface later as the sender's inconsistent flow, 2.6.7/credit-formula).
+Echo replies prove nothing (a spontaneous broker flow can cross our echo request). `in_flight="strict"`
+instead judges the broker against our latest limits as if it saw each flow at once (for cases that know it).
+
+Multi-frame deliveries are one message, counted at their first frame; an aborted delivery counts as sent
+(the spec is silent). A sender's flow may show a delivery-count lagging ours by the aborted deliveries it
+did not count, or by the delivery in progress, without blame.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from .. import catalogue
-from ..wire import Attach, Begin, Detach, End, Flow, Transfer
-from ..wire.serial import serial_add, serial_diff
-from .endpoints import LinkEndpoint, SessionEndpoint
+from ..wire.serial import MASK, SerialUndefined, serial_diff
+from .endpoints import LinkEndpoint, SessionEndpoint, credit_left
+
+IN, OUT = "in", "out"
+JUDGE_SETS = {"in": frozenset({IN}), "out": frozenset({OUT}), "both": frozenset({IN, OUT})}
+IN_FLIGHT_MODES = ("tolerate", "strict")
+
+# The rules the oracle checks, by short name -> requirement id (conformance/catalogue/requirements.toml).
+RULES = {
+    "no-credit": "2.6.7/no-send-without-credit",
+    "session-window": "2.5.6/remote-incoming-window-decrement",
+    "sender-count": "2.7.4/sender-delivery-count-set",
+    "credit-not-decreased": "2.6.7/credit-decrease-on-send",
+    "credit-formula": "2.6.7/credit-formula",
+    "drain-advance": "2.6.7/drain-advance",
+    "link-fields": "2.7.4/link-fields-need-handle",
+    "echo-loop": "2.7.4/echo-no-loop",
+    "next-incoming-id": "2.7.4/next-incoming-id-set",
+    "receiver-count": "2.7.4/receiver-delivery-count",
+    "initial-count": "2.7.3/initial-delivery-count-sender",
+    "delivery-id": "2.7.5/delivery-id-first",
+}
+
+# 2.7.4: "When the handle field is not set, this field MUST NOT be set." (field, value meaning "not set")
+LINK_ONLY_FIELDS = (("delivery_count", None), ("link_credit", None), ("available", None), ("drain", False),
+                    ("properties", None))
+
+
+def _other(direction: str) -> str:
+    return OUT if direction == IN else IN
+
+
+def _int(value) -> int | None:
+    return None if value is None else int(value)
+
+
+def _performative(body) -> str:
+    return getattr(body, "NAME", None) or type(body).__name__.lower()
 
 
 @dataclass(frozen=True)
@@ -27,219 +89,559 @@ class Violation:
     requirement_id: str
     section: str
     level: str
-    sentence: str
-    frame_index: int
+    sentence: str          # verbatim from the catalogue
+    frame_index: int       # the position of the frame among all observe() calls, from 0
     detail: str
+    direction: str = IN    # whose frame broke it
 
 
-def _violation(rid: str, index: int, detail: str) -> Violation:
-    req = catalogue.get(rid)
-    return Violation(rid, req.section, req.level, req.text, index, detail)
+@dataclass
+class _Grant:
+    """A limit a receiving side announced: `credit` more messages/transfer frames counted from `base`."""
 
+    index: int                 # frame index of the frame that carried it (-1: the initial state)
+    base: int | None           # delivery-count / transfer-id it counts from; None: the sender's initial value
+    credit: int
+    drain: bool = False
+    sent: int = 0              # messages the sender had sent (as observed) when it was announced
 
-def _max_serial(values):
-    best = None
-    for v in values:
-        if best is None or serial_diff(best, v) > 0:
-            best = v
-    return best
+    @property
+    def resolved(self) -> bool:
+        return self.base is not None
+
+    @property
+    def limit(self) -> int:
+        return (self.base + self.credit) & MASK
+
+    def left(self, current: int) -> int | None:
+        try:
+            return credit_left(self.base, self.credit, current)
+        except SerialUndefined:
+            return None
 
 
 @dataclass
 class _Link:
     name: str
-    our_handle: int | None = None
-    broker_handle: int | None = None
-    peer_is_receiver: bool = True
-    endpoint: LinkEndpoint | None = None          # our peer's endpoint
-    limits: list = field(default_factory=list)    # delivery-limits we announced, latest last (receiver links)
-    messages_started: int = 0
-    in_message: bool = False
+    handles: dict = field(default_factory=dict)          # direction -> handle
+    attach_index: dict = field(default_factory=dict)     # direction -> frame index of its attach
+    sender: str | None = None                            # the direction whose endpoint sends messages
+    snd: LinkEndpoint | None = None                      # the sender's state, from its own frames
+    rcv: LinkEndpoint = field(default_factory=LinkEndpoint.receiver)
+    grants: list = field(default_factory=list)           # the receiver's delivery-limits, oldest first
+    uncounted_aborts: int = 0                            # aborted deliveries the sender may not have counted
+    delivery_id: int | None = None                       # of the multi-frame delivery in progress
+    receiver_shown_count: int | None = None              # the last delivery-count the receiver's flows showed
+    proven_out: int = -1                                 # our latest frame on this link the broker processed
 
 
 @dataclass
 class _Session:
-    our_channel: int
-    broker_channel: int | None = None
-    ours: SessionEndpoint | None = None
-    incoming_limits: list = field(default_factory=list)   # transfer-id limits we announced
-    links_by_name: dict = field(default_factory=dict)
-    links_by_ours: dict = field(default_factory=dict)
-    links_by_broker: dict = field(default_factory=dict)
-    echo_requested: bool = False
+    channels: dict = field(default_factory=dict)         # direction -> channel
+    begin_index: dict = field(default_factory=dict)
+    begin_values: dict = field(default_factory=dict)     # direction -> (next-outgoing-id, in-window, out-window)
+    ended: set = field(default_factory=set)
+    ep: dict = field(default_factory=dict)               # direction -> SessionEndpoint of that side
+    grants: dict = field(default_factory=lambda: {IN: [], OUT: []})   # incoming transfer-id limits per side
+    proven_out: int = -1                                 # our latest session frame the broker processed
+    links: dict = field(default_factory=dict)            # attach name -> _Link
+    by_handle: dict = field(default_factory=lambda: {IN: {}, OUT: {}})
+    echo_asked: dict = field(default_factory=lambda: {IN: False, OUT: False})   # side asked to echo
+    shown_next_incoming: dict = field(default_factory=lambda: {IN: None, OUT: None})
+
+
+@dataclass(frozen=True)
+class LinkView:
+    """A snapshot of one link as the oracle sees it (sequence numbers are 32-bit values)."""
+
+    name: str
+    sender: str                      # "out" (our peer sends messages) or "in" (the broker does)
+    our_handle: int | None
+    broker_handle: int | None
+    delivery_count: int | None       # the sender's, from its transfers and flows
+    delivery_limit: int | None       # the latest limit the receiver announced
+    link_credit: int | None          # latest limit - delivery-count (negative: sent in flight beyond it)
+    tolerated_credit: int | None     # the most any limit the sender may still act on allows (in-flight rule)
+    available: int
+    drain: bool                      # the drain mode the receiver last asked for
+    messages: int                    # messages sent on the link (a multi-frame delivery is one)
+    in_delivery: bool
 
 
 class FlowOracle:
-    def __init__(self):
-        self.sessions: dict[int, _Session] = {}
-        self.by_broker_channel: dict[int, _Session] = {}
-        self.index = -1
+    """Observes one connection's frames in order and reports the flow-control sentences they break."""
 
-    # -- queries ---------------------------------------------------------------------------------------
-
-    def broker_may_send(self, our_channel: int, our_handle: int) -> int:
-        """Transfers the broker may still send on our receiver link: link credit and our window together."""
-        s = self.sessions[our_channel]
-        link = s.links_by_ours[our_handle]
-        credit = link.endpoint.link_credit
-        window = serial_diff(s.ours.next_incoming_id, s.incoming_limits[-1]) if s.incoming_limits else credit
-        return max(min(credit, window), 0)
+    def __init__(self, judge: str = "in", *, in_flight: str = "tolerate"):
+        if judge not in JUDGE_SETS:
+            raise ValueError(f"judge must be one of {sorted(JUDGE_SETS)}, not {judge!r}")
+        if in_flight not in IN_FLIGHT_MODES:
+            raise ValueError(f"in_flight must be one of {IN_FLIGHT_MODES}, not {in_flight!r}")
+        self.judged = JUDGE_SETS[judge]
+        self.strict = in_flight == "strict"
+        self.frame_index = -1
+        self.violations: list[Violation] = []
+        self._by_channel: dict[str, dict[int, _Session]] = {IN: {}, OUT: {}}
+        self._found: list[Violation] = []
 
     # -- observing -------------------------------------------------------------------------------------
 
     def observe(self, direction: str, frame) -> list[Violation]:
-        self.index += 1
+        """Feed the next frame ("out": our peer sent it, "in": the broker did); returns what it breaks."""
+        if direction not in (IN, OUT):
+            raise ValueError(f"direction must be 'in' or 'out', not {direction!r}")
+        self.frame_index += 1
         body = getattr(frame, "body", None)
         if body is None:
             return []
-        if direction == "out":
-            self._out(frame.channel, body)
-            return []
-        return self._in(frame.channel, body)
+        handler = self._HANDLERS.get(_performative(body))
+        self._found = []
+        if handler is not None:
+            handler(self, direction, int(getattr(frame, "channel", 0) or 0), body)
+        self.violations += self._found
+        return self._found
 
-    def _announce_window(self, s: _Session) -> None:
-        if s.ours.next_incoming_id is not None:
-            s.incoming_limits.append(serial_add(s.ours.next_incoming_id, s.ours.incoming_window))
-
-    def _out(self, channel: int, body) -> None:
-        if isinstance(body, Begin):
-            s = _Session(channel, ours=SessionEndpoint.begin(int(body.next_outgoing_id), int(body.incoming_window),
-                                                             int(body.outgoing_window)))
-            self.sessions[channel] = s
-            return
-        s = self.sessions.get(channel)
-        if s is None:
-            return
-        if isinstance(body, Attach):
-            link = s.links_by_name.get(body.name) or _Link(body.name)
-            link.our_handle = int(body.handle)
-            link.peer_is_receiver = bool(body.role)
-            if link.endpoint is None:
-                link.endpoint = LinkEndpoint.receiver() if body.role else LinkEndpoint.sender(
-                    int(body.initial_delivery_count or 0))
-            s.links_by_name[body.name] = link
-            s.links_by_ours[link.our_handle] = link
-        elif isinstance(body, Flow):
-            s.ours.incoming_window = int(body.incoming_window)
-            s.ours.outgoing_window = int(body.outgoing_window)
-            self._announce_window(s)
-            s.echo_requested = s.echo_requested or bool(body.echo)
-            link = s.links_by_ours.get(body.handle) if body.handle is not None else None
-            if link is not None and link.peer_is_receiver and body.link_credit is not None:
-                ep = link.endpoint
-                base = body.delivery_count if body.delivery_count is not None else ep.initial_delivery_count
-                if base is not None:
-                    link.limits.append(serial_add(int(base), int(body.link_credit)))
-                    if ep.delivery_count is not None:
-                        ep.link_credit = serial_diff(ep.delivery_count, link.limits[-1])
-                ep.drain = bool(body.drain)
-        elif isinstance(body, Transfer):
-            s.ours.on_send_transfer()
-            link = s.links_by_ours.get(body.handle)
-            if link is not None and not link.peer_is_receiver and not body.more:
-                link.endpoint.on_send()
-
-    def _in(self, channel: int, body) -> list[Violation]:
+    def observe_all(self, frames: Iterable[tuple[str, object]]) -> list[Violation]:
+        """Feed (direction, frame) pairs in order; returns every violation found."""
         out: list[Violation] = []
-        if isinstance(body, Begin):
-            s = self.sessions.get(body.remote_channel) if body.remote_channel is not None else None
-            if s is not None:
-                s.broker_channel = channel
-                self.by_broker_channel[channel] = s
-                s.ours.on_remote_begin(int(body.next_outgoing_id), int(body.incoming_window),
-                                       int(body.outgoing_window))
-                self._announce_window(s)
-            return out
-        s = self.by_broker_channel.get(channel)
-        if s is None:
-            return out
-        if isinstance(body, Attach):
-            link = s.links_by_name.get(body.name)
-            if link is not None:
-                link.broker_handle = int(body.handle)
-                s.links_by_broker[link.broker_handle] = link
-                if link.peer_is_receiver and body.initial_delivery_count is not None:
-                    link.endpoint.on_sender_attach(int(body.initial_delivery_count))
-        elif isinstance(body, Transfer):
-            out += self._broker_transfer(s, body)
-        elif isinstance(body, Flow):
-            out += self._broker_flow(s, body)
-        elif isinstance(body, (Detach, End)):
-            pass
+        for direction, frame in frames:
+            out += self.observe(direction, frame)
         return out
 
-    def _broker_transfer(self, s: _Session, body: Transfer) -> list[Violation]:
-        out = []
-        if s.incoming_limits and s.ours.next_incoming_id is not None:
-            limit = _max_serial(s.incoming_limits)
-            if serial_diff(s.ours.next_incoming_id, limit) <= 0:
-                out.append(_violation("2.5.6/remote-incoming-window-decrement", self.index,
-                                      f"transfer-id {s.ours.next_incoming_id:#x} beyond our incoming-window "
-                                      f"(limit {limit:#x})"))
-        s.ours.on_receive_transfer()
-        link = s.links_by_broker.get(body.handle)
-        if link is None or not link.peer_is_receiver:
-            return out
-        ep = link.endpoint
-        if not link.in_message:
-            # a new message: it needs credit
-            if ep.delivery_count is not None:
-                limit = _max_serial(link.limits) if link.limits else ep.delivery_count
-                if serial_diff(ep.delivery_count, limit) <= 0:
-                    out.append(_violation("2.6.7/no-send-without-credit", self.index,
-                                          f"transfer at delivery-count {ep.delivery_count:#x} with delivery-limit "
-                                          f"{limit:#x}"))
-            link.messages_started += 1
-        link.in_message = bool(body.more)
-        if not body.more:
-            ep.on_receive()
-        return out
+    def _flag(self, direction: str, rule: str, detail: str) -> None:
+        if direction not in self.judged:
+            return
+        req = catalogue.get(RULES[rule])
+        self._found.append(Violation(req.id, req.section, req.level, req.text, self.frame_index, detail,
+                                     direction))
 
-    def _broker_flow(self, s: _Session, body: Flow) -> list[Violation]:
-        out = []
-        if body.next_incoming_id is None:
-            out.append(_violation("2.7.4/next-incoming-id-set", self.index,
-                                  "the broker's flow omits next-incoming-id after our begin"))
-        if s.echo_requested and body.echo:
-            out.append(_violation("2.7.4/echo-no-loop", self.index, "the broker answered an echo with echo=true"))
-        s.echo_requested = False
-        if body.handle is None:
-            present = [n for n in ("delivery_count", "link_credit", "available", "properties")
-                       if getattr(body, n) is not None] + (["drain"] if body.drain else [])
-            if present:
-                out.append(_violation("2.7.4/link-fields-need-handle", self.index,
-                                      "session-only flow carries " + ", ".join(present)))
-            return out
-        link = s.links_by_broker.get(body.handle)
+    # -- queries ---------------------------------------------------------------------------------------
+
+    def broker_may_send(self, channel: int, handle: int, *, in_flight: bool = False) -> int:
+        """How many more single-frame transfers the broker may send now on our receiving link (our channel
+        and handle): its link-credit and our session incoming-window together. With in_flight=True, the
+        most any limit it may still be acting on allows (what the oracle tolerates)."""
+        return self._may_send(channel, handle, IN, in_flight)
+
+    def peer_may_send(self, channel: int, handle: int) -> int:
+        """How many more single-frame transfers our peer may send now on its sending link (our channel and
+        handle): the link-credit and the broker's session incoming-window as last announced to it."""
+        return self._may_send(channel, handle, OUT, False)
+
+    def link(self, channel: int, handle: int) -> LinkView:
+        """The state of the link with our handle on our channel."""
+        s, link = self._lookup(channel, handle)
+        latest = self._latest(link.grants)
+        dc = link.snd.delivery_count if link.snd is not None else None
+        known = dc is not None and latest is not None
+        return LinkView(link.name, link.sender, link.handles.get(OUT), link.handles.get(IN), dc,
+                        latest.limit if known else None, latest.left(dc) if known else None,
+                        self._allowance(self._candidates(link, link.grants, _other(link.sender)), dc)
+                        if dc is not None else None,
+                        link.rcv.available, latest.drain if latest is not None else False,
+                        link.snd.messages if link.snd is not None else 0,
+                        link.snd.in_delivery if link.snd is not None else False)
+
+    def session(self, channel: int, side: str = OUT) -> SessionEndpoint:
+        """A copy of one side's 2.5.6 session state for our channel (side "out": our peer, exact)."""
+        s = self._by_channel[OUT].get(channel)
+        if s is None or side not in s.ep:
+            raise LookupError(f"no session on our channel {channel} with a begin from {side!r}")
+        return copy.copy(s.ep[side])
+
+    def _lookup(self, channel: int, handle: int) -> tuple[_Session, _Link]:
+        s = self._by_channel[OUT].get(channel)
+        link = s.by_handle[OUT].get(handle) if s is not None else None
         if link is None:
-            return out
-        ep = link.endpoint
-        if link.peer_is_receiver:
-            if body.delivery_count is None:
-                out.append(_violation("2.7.4/sender-delivery-count-set", self.index,
-                                      "the broker's flow as sender has no delivery-count"))
-                return out
-            dc = int(body.delivery_count)
-            if ep.delivery_count is not None and not link.in_message and serial_diff(ep.delivery_count, dc) < 0:
-                out.append(_violation("2.7.4/sender-delivery-count-set", self.index,
-                                      f"delivery-count {dc:#x} is behind the {ep.delivery_count:#x} its transfers "
-                                      "reached"))
-            limit = _max_serial(link.limits) if link.limits else ep.delivery_count
-            credit = int(body.link_credit) if body.link_credit is not None else 0
-            if limit is not None and serial_diff(serial_add(dc, credit), limit) < 0:
-                out.append(_violation("2.6.7/credit-formula", self.index,
-                                      f"delivery-count {dc:#x} + link-credit {credit} exceeds the delivery-limit "
-                                      f"{limit:#x} we set"))
-            if link.limits and serial_add(dc, credit) == link.limits[-1]:
-                link.limits = [link.limits[-1]]          # the broker showed it applied our latest flow
-            ep.on_sender_flow(dc, credit, int(body.available) if body.available is not None else None)
+            raise LookupError(f"no attached link with our handle {handle} on our channel {channel}")
+        return s, link
+
+    def _may_send(self, channel: int, handle: int, sender: str, in_flight: bool) -> int:
+        s, link = self._lookup(channel, handle)
+        if link.sender != sender:
+            raise LookupError(f"our handle {handle} on channel {channel} is not a link the "
+                              f"{'broker' if sender == IN else 'peer'} sends on")
+        receiver = _other(sender)
+        if link.snd is None or link.snd.delivery_count is None or sender not in s.ep:
+            return 0
+        def pick(holder, grants):
+            return self._candidates(holder, grants, receiver) if in_flight else [g for g in grants if g.resolved][-1:]
+        link_left = self._allowance(pick(link, link.grants), link.snd.delivery_count)
+        window_left = self._allowance(pick(s, s.grants[receiver]), s.ep[sender].next_outgoing_id)
+        if link_left is None or window_left is None:
+            return 0
+        return max(0, min(link_left, window_left))
+
+    # -- limits and proofs -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _latest(grants: list) -> _Grant | None:
+        resolved = [g for g in grants if g.resolved]
+        return resolved[-1] if resolved else None
+
+    def _candidates(self, holder, grants: list, announcer: str) -> list:
+        """The resolved limits the sender may be acting on: the latest, if it saw each at once; otherwise
+        the latest the broker proved it processed and every later one."""
+        if not grants or not grants[-1].resolved:
+            grants = [g for g in grants if g.resolved]
+            if not grants:
+                return []
+        start = len(grants) - 1
+        if announcer == OUT and not self.strict:
+            while start > 0 and grants[start].index > holder.proven_out:
+                start -= 1
+        if start and grants[0].resolved:
+            del grants[:start]                 # superseded for good: keeps every lookup short
+            start = 0
+        return grants[start:]
+
+    @staticmethod
+    def _allowance(grants: list, current: int) -> int | None:
+        lefts = [x for x in (g.left(current) for g in grants) if x is not None]
+        return max(lefts) if lefts else None
+
+    @staticmethod
+    def _prove(holder, index: int) -> None:
+        holder.proven_out = max(holder.proven_out, index)
+
+    def _prove_by(self, holder, grants: list, consistent) -> int | None:
+        """When the limit proved so far cannot explain what the broker just did, it processed a later one:
+        prove the earliest later limit that can (returns its frame index, None when nothing moved)."""
+        if self.strict:
+            return None
+        limits = self._candidates(holder, grants, OUT)
+        if not limits or consistent(limits[0]):
+            return None
+        match = next((g for g in limits[1:] if consistent(g)), None)
+        if match is None:
+            return None
+        self._prove(holder, match.index)
+        return match.index
+
+    # -- begin / end -----------------------------------------------------------------------------------
+
+    def _on_begin(self, d: str, channel: int, body) -> None:
+        other = _other(d)
+        s = None
+        remote = _int(getattr(body, "remote_channel", None))
+        if remote is not None:
+            s = self._by_channel[other].get(remote)
+            if s is not None and d in s.channels:
+                s = None
+        if s is None:
+            s = _Session()
+        s.channels[d] = channel
+        s.begin_index[d] = self.frame_index
+        self._by_channel[d][channel] = s
+        values = (int(body.next_outgoing_id), int(body.incoming_window), int(body.outgoing_window))
+        s.begin_values[d] = values
+        s.ep[d] = SessionEndpoint.begin(*values)
+        s.grants[d].append(_Grant(self.frame_index, None, values[1]))
+        if other in s.ep:
+            s.ep[d].on_remote_begin(*s.begin_values[other])
+            s.ep[other].on_remote_begin(*values)
+            for side in (IN, OUT):
+                for g in s.grants[side]:
+                    if g.base is None:
+                        g.base = s.ep[_other(side)].initial_outgoing_id
+            if d == IN and other in s.begin_index and s.begin_index[other] < s.begin_index[d]:
+                self._prove(s, s.begin_index[other])
+
+    def _on_end(self, d: str, channel: int, body) -> None:
+        s = self._by_channel[d].pop(channel, None)
+        if s is not None:
+            s.ended.add(d)
+
+    # -- attach / detach -------------------------------------------------------------------------------
+
+    def _on_attach(self, d: str, channel: int, body) -> None:
+        s = self._by_channel[d].get(channel)
+        if s is None:
+            return
+        name = body.name
+        link = s.links.get(name)
+        if link is None or d in link.handles:
+            link = _Link(name)
+            s.links[name] = link
+        handle = int(body.handle)
+        link.handles[d] = handle
+        link.attach_index[d] = self.frame_index
+        s.by_handle[d][handle] = link
+        is_sender = not bool(body.role)
+        if link.sender is None:
+            link.sender = d if is_sender else _other(d)
+        if is_sender and link.sender == d and link.snd is None:
+            initial = _int(getattr(body, "initial_delivery_count", None))
+            if initial is None:
+                self._flag(d, "initial-count", "the sender's attach has no initial-delivery-count")
+                link.snd = LinkEndpoint(True)
+            else:
+                link.snd = LinkEndpoint.sender(initial)
+                link.rcv.on_sender_attach(initial)
+                link.grants.insert(0, _Grant(-1, initial & MASK, 0))
+                for g in link.grants:
+                    if g.base is None:
+                        g.base = initial & MASK
+        if d == IN and OUT in link.attach_index:
+            self._prove(s, link.attach_index[OUT])
+            self._prove(link, link.attach_index[OUT])
+
+    def _on_detach(self, d: str, channel: int, body) -> None:
+        s = self._by_channel[d].get(channel)
+        if s is None:
+            return
+        link = s.by_handle[d].pop(_int(body.handle), None)
+        if link is None:
+            return
+        link.handles.pop(d, None)
+        if not link.handles and s.links.get(link.name) is link:
+            del s.links[link.name]
+
+    # -- transfer --------------------------------------------------------------------------------------
+
+    def _on_transfer(self, d: str, channel: int, body) -> None:
+        s = self._by_channel[d].get(channel)
+        if s is None or d not in s.ep:
+            return
+        receiver = _other(d)
+        tid = s.ep[d].next_outgoing_id
+        if d == IN:
+            self._prove_by(s, s.grants[OUT], lambda g: (g.left(tid) or 0) > 0)
+        window = self._candidates(s, s.grants[receiver], receiver)
+        left = self._allowance(window, tid)
+        if left is not None and left <= 0:
+            limits = ", ".join(f"{(g.limit - 1) & MASK:#x}" for g in window)
+            self._flag(d, "session-window", f"transfer-id {tid:#x} is beyond the incoming-window "
+                       f"(last transfer-id allowed: {limits})")
+        s.ep[d].on_send_transfer()
+        if receiver in s.ep:
+            s.ep[receiver].on_receive_transfer()
+        link = s.by_handle[d].get(_int(body.handle))
+        if link is None or link.sender != d or link.snd is None:
+            return
+        snd = link.snd
+        starts = not snd.in_delivery
+        delivery_id = _int(getattr(body, "delivery_id", None))
+        if starts:
+            if delivery_id is None:
+                self._flag(d, "delivery-id", "the first transfer of a delivery has no delivery-id")
+            link.delivery_id = delivery_id
+            if snd.delivery_count is not None:
+                self._check_credit(s, link, d)
+        elif delivery_id is not None and link.delivery_id is not None and delivery_id != link.delivery_id:
+            self._flag(d, "delivery-id", f"continuation transfer has delivery-id {delivery_id}, the delivery "
+                       f"began with {link.delivery_id}")
+        aborted = bool(getattr(body, "aborted", None))
+        snd.on_transfer_frame(body.more, aborted)
+        link.rcv.on_transfer_frame(body.more, aborted)
+        if aborted:
+            link.uncounted_aborts += 1
+
+    def _check_credit(self, s: _Session, link: _Link, d: str) -> None:
+        current = link.snd.delivery_count
+        if d == IN:
+            self._prove_link(s, link, lambda g: (g.left(current) or 0) > 0)
+        limits = self._candidates(link, link.grants, _other(d))
+        left = self._allowance(limits, current)
+        if left is not None and left <= 0:
+            shown = ", ".join(f"{g.limit:#x}" for g in limits)
+            self._flag(d, "no-credit", f"message at delivery-count {current:#x} with no link-credit "
+                       f"(delivery-limit {shown})")
+
+    # -- flow ------------------------------------------------------------------------------------------
+
+    def _on_flow(self, d: str, channel: int, body) -> None:
+        s = self._by_channel[d].get(channel)
+        if s is None:
+            return
+        other = _other(d)
+        self._session_flow(s, d, body)
+        if s.echo_asked[d] and bool(getattr(body, "echo", None)):
+            self._flag(d, "echo-loop", "a flow answering an echo request itself sets echo=true")
+        s.echo_asked[d] = False
+        if bool(getattr(body, "echo", None)):
+            s.echo_asked[other] = True
+        handle = _int(body.handle)
+        if handle is None:
+            present = [name for name, unset in LINK_ONLY_FIELDS if getattr(body, name, None) not in (None, unset)]
+            if present:
+                self._flag(d, "link-fields", "a flow without handle carries " + ", ".join(present))
+            return
+        link = s.by_handle[d].get(handle)
+        if link is None or link.sender is None:
+            return
+        if link.sender == d:
+            self._sender_flow(s, link, d, body)
         else:
-            if body.delivery_count is not None and ep.delivery_count is not None:
-                dc = int(body.delivery_count)
-                if serial_diff(dc, ep.delivery_count) < 0 or serial_diff(ep.initial_delivery_count, dc) < 0:
-                    out.append(_violation("2.7.4/receiver-delivery-count", self.index,
-                                          f"delivery-count {dc:#x} is not a value our sender has had "
-                                          f"({ep.initial_delivery_count:#x}..{ep.delivery_count:#x})"))
-            ep.on_receiver_flow(int(body.delivery_count) if body.delivery_count is not None else None,
-                                int(body.link_credit) if body.link_credit is not None else None, body.drain)
-        return out
+            self._receiver_flow(s, link, d, body)
+
+    def _session_flow(self, s: _Session, d: str, body) -> None:
+        other = _other(d)
+        nid = _int(body.next_incoming_id)
+        seen_begin = self._has_seen_begin(s, d)
+        if seen_begin is True and nid is None:
+            self._flag(d, "next-incoming-id", "flow without next-incoming-id after the partner's begin")
+        elif seen_begin is False and nid is not None:
+            self._flag(d, "next-incoming-id", "flow sets next-incoming-id before the partner's begin arrived")
+        if nid is not None and other in s.ep:
+            sent = s.ep[other].next_outgoing_id
+            floor = s.shown_next_incoming[d]
+            floor = s.ep[other].initial_outgoing_id if floor is None else floor
+            if serial_diff(nid, sent) < 0:
+                self._flag(d, "next-incoming-id", f"next-incoming-id {nid:#x} is ahead of the next transfer-id "
+                           f"{sent:#x} the partner will send")
+            elif serial_diff(floor, nid) < 0:
+                self._flag(d, "next-incoming-id", f"next-incoming-id {nid:#x} went back (before {floor:#x})")
+            else:
+                s.shown_next_incoming[d] = nid
+        incoming, outgoing = int(body.incoming_window), int(body.outgoing_window)
+        base = nid if nid is not None else (s.ep[other].initial_outgoing_id if other in s.ep else None)
+        s.grants[d].append(_Grant(self.frame_index, base, incoming))
+        if d in s.ep:
+            s.ep[d].set_windows(incoming, outgoing)
+        if other in s.ep:
+            s.ep[other].on_remote_flow(nid, incoming, int(body.next_outgoing_id), outgoing)
+
+    def _has_seen_begin(self, s: _Session, d: str) -> bool | None:
+        """Whether side d had received its partner's begin when it sent this frame (None: cannot know)."""
+        other = _other(d)
+        if d == OUT:
+            return other in s.begin_index
+        if other not in s.begin_index:
+            return False                          # we have not even sent ours
+        if d in s.begin_index and s.begin_index[other] < s.begin_index[d]:
+            return True                           # the broker's begin answered ours
+        return None
+
+    def _sender_flow(self, s: _Session, link: _Link, d: str, body) -> None:
+        snd = link.snd
+        if snd is None:
+            return
+        receiver = _other(d)
+        dc = _int(body.delivery_count)
+        credit = _int(body.link_credit)
+        available = _int(body.available)
+        drain = bool(getattr(body, "drain", None))
+        if dc is None:
+            self._flag(d, "sender-count", "the sender's flow has no delivery-count")
+            return
+        dc &= MASK
+        if snd.delivery_count is None:
+            snd.delivery_count = dc
+        lag = serial_diff(dc, snd.delivery_count)            # > 0: the flow shows less than it sent
+        excused = link.uncounted_aborts + (1 if snd.in_delivery else 0)
+        if lag > excused:
+            self._flag(d, "sender-count", f"delivery-count {dc:#x} is behind {snd.delivery_count:#x}, the count "
+                       "its transfers reached")
+        elif lag < 0 or (lag > 0 and not snd.in_delivery):
+            if lag > 0:
+                link.uncounted_aborts -= lag                 # it did not count aborted deliveries
+            snd.link_credit += lag
+            snd.delivery_count = dc
+        if available is not None:
+            snd.available = available
+        link.rcv.on_sender_flow(dc, credit, available)
+        if receiver == OUT:
+            if credit is not None and not self._kept_credit(link, dc, credit):
+                self._prove_link(s, link, lambda g: g.left(dc) is not None and max(g.left(dc), 0) == credit)
+            if drain:
+                self._prove_link(s, link, lambda g: g.drain)
+        limits = self._candidates(link, link.grants, receiver)
+        if limits and lag <= excused:
+            self._judge_sender_state(link, d, dc, credit, available, drain, lag < 0, limits)
+
+    def _kept_credit(self, link: _Link, dc: int, credit: int) -> bool:
+        """Whether delivery-count + link-credit could be an earlier limit never decreased by the transfers
+        since (2.6.7/credit-decrease-on-send broken): such a flow proves nothing."""
+        shown, sends = (dc + credit) & MASK, link.snd.messages
+        return credit > 0 and any(g.sent != sends and (g.limit + (sends - g.sent)) & MASK == shown
+                                  for g in self._candidates(link, link.grants, OUT))
+
+    def _prove_link(self, s: _Session, link: _Link, consistent) -> None:
+        index = self._prove_by(link, link.grants, consistent)
+        if index is not None:
+            self._prove(s, index)             # the session processed everything before it, too
+
+    def _judge_sender_state(self, link: _Link, d: str, dc: int, credit: int | None, available: int | None,
+                            drain: bool, advanced: bool, limits: list) -> None:
+        """A sender's flow: its delivery-count + link-credit must be a delivery-limit the receiver identified."""
+        named = ", ".join(f"{g.limit:#x}" for g in limits)
+        if advanced and all((g.left(dc) or 0) < 0 for g in limits):
+            self._flag(d, "credit-formula", f"delivery-count advanced to {dc:#x} without transfers, past every "
+                       f"delivery-limit ({named})")
+            return
+        if credit is None:
+            return
+        draining = drain or all(g.drain for g in limits)
+        if draining and credit > 0 and available == 0:
+            self._flag(d, "drain-advance", f"drain is set and nothing is available, yet link-credit is {credit} "
+                       f"(delivery-count {dc:#x} not advanced)")
+            return
+        if credit > 0:
+            shown = (dc + credit) & MASK
+            if shown in {g.limit for g in limits}:
+                return
+            sends = link.snd.messages
+            if any(g.sent != sends and (g.limit + (sends - g.sent)) & MASK == shown for g in limits):
+                self._flag(d, "credit-not-decreased", f"delivery-count {dc:#x} + link-credit {credit}: the credit "
+                           f"was not decreased by the transfers sent since it was granted ({named})")
+            else:
+                self._flag(d, "credit-formula", f"delivery-count {dc:#x} + link-credit {credit} = {shown:#x} is not "
+                           f"a delivery-limit the receiver identified ({named})")
+            return
+        if all((g.left(dc) or 0) > 0 for g in limits):
+            rule = "drain-advance" if draining else "credit-formula"
+            self._flag(d, rule, f"link-credit 0 at delivery-count {dc:#x}, short of the delivery-limit ({named})")
+
+    def _receiver_flow(self, s: _Session, link: _Link, d: str, body) -> None:
+        dc = _int(body.delivery_count)
+        credit = _int(body.link_credit)
+        drain = bool(getattr(body, "drain", None))
+        seen_attach = self._has_seen_sender_attach(link, d)
+        if seen_attach is True and dc is None:
+            self._flag(d, "receiver-count", "the receiver's flow has no delivery-count though it has seen the "
+                       "sender's attach")
+        elif seen_attach is False and dc is not None:
+            self._flag(d, "receiver-count", "the receiver's flow sets delivery-count before the sender's attach")
+        snd = link.snd
+        if dc is not None and snd is not None and snd.delivery_count is not None:
+            dc &= MASK
+            floor = link.receiver_shown_count if link.receiver_shown_count is not None else snd.initial_delivery_count
+            if serial_diff(dc, snd.delivery_count) < 0:
+                self._flag(d, "receiver-count", f"delivery-count {dc:#x} is ahead of the sender's "
+                           f"{snd.delivery_count:#x}")
+            elif floor is not None and serial_diff(floor, dc) < 0:
+                self._flag(d, "receiver-count", f"delivery-count {dc:#x} went back (before {floor:#x})")
+            else:
+                link.receiver_shown_count = dc
+        if credit is None:
+            return
+        base = dc if dc is not None else (snd.initial_delivery_count if snd is not None else None)
+        link.grants.append(_Grant(self.frame_index, base, credit, drain, snd.messages if snd is not None else 0))
+        if snd is not None:
+            snd.on_receiver_flow(dc, credit, drain)
+        link.rcv.link_credit = credit if base is None or link.rcv.delivery_count is None else \
+            credit_left(base, credit, link.rcv.delivery_count)
+        link.rcv.drain = drain
+
+    @staticmethod
+    def _has_seen_sender_attach(link: _Link, d: str) -> bool | None:
+        sender = _other(d)
+        if sender not in link.attach_index:
+            return False
+        if d == OUT:
+            return True
+        return True if link.attach_index[sender] < link.attach_index.get(d, -1) else None
+
+    _HANDLERS = {
+        "begin": _on_begin,
+        "end": _on_end,
+        "attach": _on_attach,
+        "detach": _on_detach,
+        "transfer": _on_transfer,
+        "flow": _on_flow,
+    }
+
+
+def emitted_requirement_ids() -> frozenset:
+    """Every requirement id the oracle can report."""
+    return frozenset(RULES.values())
