@@ -12,9 +12,9 @@ import struct
 import uuid as _uuid
 from typing import Any
 
-from .performatives import BY_CODE, BY_SYMBOL, Composite, ValueSection, wire_type
+from .performatives import BY_CODE, BY_SYMBOL, COMPOSITES, Composite, ValueSection, wire_type
 from .types import (
-    Array, Byte, Char, Decimal32, Decimal64, Decimal128, Described, Float, Int, Long, Short, Symbol,
+    FORMAT_CODES, Array, Byte, Char, Decimal32, Decimal64, Decimal128, Described, Float, Int, Long, Short, Symbol,
     Timestamp, UByte, UInt, ULong, UShort,
 )
 
@@ -30,7 +30,6 @@ class DecodeError(ValueError):
 
 MAX_DEPTH = 64  # nesting of lists/maps/arrays/described values accepted before giving up
 
-_u8 = struct.Struct(">B").unpack_from
 _i8 = struct.Struct(">b").unpack_from
 _u16 = struct.Struct(">H").unpack_from
 _i16 = struct.Struct(">h").unpack_from
@@ -41,22 +40,10 @@ _i64 = struct.Struct(">q").unpack_from
 _f32 = struct.Struct(">f").unpack_from
 _f64 = struct.Struct(">d").unpack_from
 _u32u32 = struct.Struct(">II").unpack_from
-_u8u8 = struct.Struct(">BB").unpack_from
-
-# Format code -> (type name, fixed width or None for variable/compound). Part 1 §1.6.
-FORMAT_CODES: dict[int, str] = {
-    0x40: "null", 0x41: "boolean", 0x42: "boolean", 0x56: "boolean", 0x50: "ubyte", 0x60: "ushort",
-    0x70: "uint", 0x52: "uint", 0x43: "uint", 0x80: "ulong", 0x53: "ulong", 0x44: "ulong", 0x51: "byte",
-    0x61: "short", 0x71: "int", 0x54: "int", 0x81: "long", 0x55: "long", 0x72: "float", 0x82: "double",
-    0x74: "decimal32", 0x84: "decimal64", 0x94: "decimal128", 0x73: "char", 0x83: "timestamp", 0x98: "uuid",
-    0xA0: "binary", 0xB0: "binary", 0xA1: "string", 0xB1: "string", 0xA3: "symbol", 0xB3: "symbol",
-    0x45: "list", 0xC0: "list", 0xD0: "list", 0xC1: "map", 0xD1: "map", 0xE0: "array", 0xF0: "array",
-}
-
 
 def _need(buf, pos: int, n: int, end: int, what: str) -> None:
     if pos + n > end:
-        raise DecodeError(pos, f"truncated {what}: need {n} bytes, {max(end - pos, 0)} left")
+        raise DecodeError(pos, f"truncated {what}: need {n} byte{'s' if n > 1 else ''}, {max(end - pos, 0)} left")
 
 
 # -- element decoders: (buf, pos, end, code, depth) -> (value, next pos); pos is after the format code ----
@@ -64,7 +51,8 @@ def _need(buf, pos: int, n: int, end: int, what: str) -> None:
 def _fixed(width: int, conv, name: str):
     def dec(buf, pos, end, code, depth):
         if pos + width > end:
-            raise DecodeError(pos, f"truncated {name}: need {width} bytes, {max(end - pos, 0)} left")
+            raise DecodeError(pos, f"truncated {name}: need {width} byte{'s' if width > 1 else ''},"
+                                   f" {max(end - pos, 0)} left")
         return conv(buf, pos), pos + width
     return dec
 
@@ -101,24 +89,28 @@ def _variable(width_code_small: bool, kind: str):
     return dec
 
 
+MAX_ZERO_WIDTH_ELEMENTS = 1 << 16   # arrays of zero-width elements (null, true, uint0...) longer than this are refused
+
+
 def _compound_header(buf, pos, end, code, kind):
+    """Read the size and count of a list8/32, map8/32 or array8/32; return (body start, body stop, count)."""
     if code in (0xC0, 0xC1, 0xE0):
-        _need(buf, pos, 2, end, kind + " header")
-        size, count = _u8u8(buf, pos)
-        body = pos + 1
-        stop = pos + 1 + size
+        if pos + 2 > end:
+            raise DecodeError(pos, f"truncated {kind}8 header: need 2 bytes, {max(end - pos, 0)} left")
+        size = buf[pos]
+        count = buf[pos + 1]
         if size < 1:
             raise DecodeError(pos, f"{kind}8 size {size} cannot hold its count")
+        stop = pos + 1 + size
         pos += 2
     else:
-        _need(buf, pos, 8, end, kind + " header")
+        if pos + 8 > end:
+            raise DecodeError(pos, f"truncated {kind}32 header: need 8 bytes, {max(end - pos, 0)} left")
         size, count = _u32u32(buf, pos)
-        stop = pos + 4 + size
         if size < 4:
             raise DecodeError(pos, f"{kind}32 size {size} cannot hold its count")
+        stop = pos + 4 + size
         pos += 8
-        body = None
-    del body
     if stop > end:
         raise DecodeError(pos, f"{kind} of {size} bytes overruns its container ({end - pos} left)")
     return pos, stop, count
@@ -135,15 +127,41 @@ def _dec_list(buf, pos, end, code, depth):
     items = []
     append = items.append
     decoders = _DECODERS
+    small_uints = _SMALL_UINTS
+    depth += 1
     for _ in range(count):
         if pos >= stop:
-            raise DecodeError(pos, "truncated: expected a format code")
+            raise DecodeError(pos, "truncated list: expected a format code")
         code = buf[pos]
-        dec = decoders[code]
-        if dec is None:
-            raise DecodeError(pos, f"unknown format code 0x{code:02x}")
-        v, pos = dec(buf, pos + 1, stop, code, depth + 1)
-        append(v)
+        # inline fast paths for the codes performatives are made of
+        if code == 0x52:
+            if pos + 2 > stop:
+                raise DecodeError(pos + 1, "truncated smalluint: need 1 byte, 0 left")
+            append(small_uints[buf[pos + 1]])
+            pos += 2
+        elif code == 0x43:
+            append(_UINT0)
+            pos += 1
+        elif code == 0x40:
+            append(None)
+            pos += 1
+        elif code == 0x70:
+            if pos + 5 > stop:
+                raise DecodeError(pos + 1, f"truncated uint: need 4 bytes, {stop - pos - 1} left")
+            append(_mk(UInt, _u32(buf, pos + 1)[0]))
+            pos += 5
+        elif code == 0x42:
+            append(False)
+            pos += 1
+        elif code == 0x41:
+            append(True)
+            pos += 1
+        else:
+            dec = decoders[code]
+            if dec is None:
+                raise DecodeError(pos, f"unknown format code 0x{code:02x}")
+            v, pos = dec(buf, pos + 1, stop, code, depth)
+            append(v)
     if pos != stop:
         raise DecodeError(pos, f"list size disagrees with its {count} elements ({stop - pos} bytes left over)")
     return items, pos
@@ -163,7 +181,11 @@ def _dec_map(buf, pos, end, code, depth):
         v, pos = _decode(buf, pos, stop, depth + 1)
         try:
             if k in result:
-                raise DecodeError(kpos, f"duplicate map key {k!r}")
+                other = next(x for x in result if x == k)
+                if type(other) is type(k):
+                    raise DecodeError(kpos, f"duplicate map key {k!r} (map keys must be distinct, Part 1 §1.6.23)")
+                raise DecodeError(kpos, f"map keys {other!r} and {k!r} are distinct AMQP values but equal Python"
+                                        " values; this decoder cannot represent both")
             result[k] = v
         except TypeError:
             raise DecodeError(kpos, f"map key of unhashable type {type(k).__name__}") from None
@@ -176,128 +198,165 @@ def _dec_array(buf, pos, end, code, depth):
     if depth > MAX_DEPTH:
         raise DecodeError(pos, "nesting too deep")
     pos, stop, count = _compound_header(buf, pos, end, code, "array")
-    _need(buf, pos, 1, stop, "array element constructor")
+    if pos >= stop:
+        raise DecodeError(pos, "truncated array: expected the element constructor")
     descriptor = None
     if buf[pos] == 0x00:
         descriptor, pos = _decode(buf, pos + 1, stop, depth + 1)
-        _need(buf, pos, 1, stop, "array element constructor")
+        if pos >= stop:
+            raise DecodeError(pos, "truncated array: expected the element constructor after the descriptor")
     ctor = buf[pos]
-    pos += 1
     elem = _DECODERS[ctor]
     if elem is None or ctor == 0x00:
-        raise DecodeError(pos - 1, f"invalid array element constructor 0x{ctor:02x}")
+        raise DecodeError(pos, f"invalid array element constructor 0x{ctor:02x}")
+    pos += 1
+    if ctor in _ZERO_WIDTH:
+        if count > MAX_ZERO_WIDTH_ELEMENTS:
+            raise DecodeError(pos - 1, f"array of {count} zero-width elements exceeds this decoder's limit"
+                                       f" of {MAX_ZERO_WIDTH_ELEMENTS}")
+    elif count > stop - pos:
+        raise DecodeError(pos, f"array count {count} exceeds its {stop - pos} body bytes")
     items = []
+    append = items.append
     for _ in range(count):
-        if pos >= stop and ctor not in _ZERO_WIDTH:
-            raise DecodeError(pos, f"array holds fewer than its {count} elements")
         v, pos = elem(buf, pos, stop, ctor, depth + 1)
-        items.append(v)
+        append(v)
     if pos != stop:
         raise DecodeError(pos, f"array size disagrees with its {count} elements ({stop - pos} bytes left over)")
-    return Array(FORMAT_CODES[ctor], tuple(items), descriptor), pos
+    return Array(FORMAT_CODES[ctor], tuple(items), descriptor, ctor), pos
 
 
 def _dec_described(buf, pos, end, code, depth):
     if depth > MAX_DEPTH:
         raise DecodeError(pos, "nesting too deep")
     start = pos - 1
-    if pos + 1 < end and buf[pos] == 0x53:          # smallulong descriptor: the common case
-        cls = BY_CODE.get(buf[pos + 1])
-        if cls is not None and not _is_value_section(cls):
+    if pos + 2 < end and buf[pos] == 0x53:          # smallulong descriptor of a known composite: the common case
+        build = _BUILDERS.get(buf[pos + 1])
+        if build is not None:
             vpos = pos + 2
-            value, pos = _decode(buf, vpos, end, depth + 1)
-            return build_composite(cls, value, start, vpos), pos
+            list_code = buf[vpos]
+            if list_code == 0xC0 or list_code == 0x45 or list_code == 0xD0:
+                value, pos = _dec_list(buf, vpos + 1, end, list_code, depth + 1)
+            else:
+                value, pos = _decode(buf, vpos, end, depth + 1)
+            return build(value, start, vpos), pos
     descriptor, pos = _decode(buf, pos, end, depth + 1)
     if type(descriptor) is ULong:
         cls = BY_CODE.get(descriptor) if descriptor < 0x100000000 else None
     elif type(descriptor) is Symbol:
         cls = BY_SYMBOL.get(descriptor)
     else:
-        raise DecodeError(start + 1, f"descriptor must be ulong or symbol, got {type(descriptor).__name__}")
+        cls = None        # other descriptor types are reserved but not invalid (Part 1 §1.5)
     vpos = pos
     value, pos = _decode(buf, pos, end, depth + 1)
     if cls is None:
         return Described(descriptor, value), pos
     if issubclass(cls, ValueSection):
         return _value_section(cls, value, vpos), pos
-    return build_composite(cls, value, start, vpos), pos
+    return _BUILDERS[cls.DESCRIPTOR](value, start, vpos), pos
 
 
 def _value_section(cls, value, vpos):
     want = cls.VALUE_TYPE
     ok = {"binary": bytes, "map": dict, "annotations": dict, "list": list}.get(want)
-    if ok is not None and not isinstance(value, ok):
+    if ok is not None and type(value) is not ok:
         raise DecodeError(vpos, f"{cls.NAME} section must hold a {want}, got {type(value).__name__}")
     return cls(value)
 
 
-_FIELD_PY_TYPES: dict[str, tuple] = {
-    "uint": (UInt,), "ulong": (ULong,), "ushort": (UShort,), "ubyte": (UByte,), "int": (Int,), "long": (Long,),
-    "byte": (Byte,), "short": (Short,), "boolean": (bool,), "string": (str,), "symbol": (Symbol,),
-    "binary": (bytes,), "map": (dict,), "timestamp": (Timestamp,), "uuid": (_uuid.UUID,), "float": (Float,),
-    "double": (float,), "char": (Char,), "list": (list,),
+# -- composite field checks ----------------------------------------------------------------------------------
+# A field's value must have the decoded Python type of its declared wire type. Leniencies, on purpose:
+# a `multiple` field may hold one value or an array of that type (an empty array of any element type is
+# accepted too); `*` fields take any value, except that a field requiring an archetype (source, target,
+# delivery-state, outcome) must hold a composite providing it or a described value of an unknown descriptor.
+
+_FIELD_EXACT: dict[str, frozenset] = {
+    "uint": frozenset({UInt}), "ulong": frozenset({ULong}), "ushort": frozenset({UShort}),
+    "ubyte": frozenset({UByte}), "int": frozenset({Int}), "long": frozenset({Long}), "byte": frozenset({Byte}),
+    "short": frozenset({Short}), "boolean": frozenset({bool}), "string": frozenset({str}),
+    "symbol": frozenset({Symbol}), "binary": frozenset({bytes}), "map": frozenset({dict}),
+    "timestamp": frozenset({Timestamp}), "uuid": frozenset({_uuid.UUID}), "float": frozenset({Float}),
+    "double": frozenset({float}), "char": frozenset({Char}), "list": frozenset({list}),
+    "decimal32": frozenset({Decimal32}), "decimal64": frozenset({Decimal64}),
+    "decimal128": frozenset({Decimal128}),
 }
+_COMPOSITE_BY_NAME: dict[str, type] = {c.NAME: c for c in COMPOSITES.values() if issubclass(c, Composite)}
+_PROVIDERS: dict[str, tuple] = {}
+for _c in _COMPOSITE_BY_NAME.values():
+    for _archetype in (_c.PROVIDES or "").split(", "):
+        if _archetype:
+            _PROVIDERS[_archetype] = _PROVIDERS.get(_archetype, ()) + (_c,)
 
 
-# exact decoded types that are right for a primitive field type (the fast path of the check)
-_FIELD_EXACT: dict[str, tuple] = {
-    "uint": (UInt,), "ulong": (ULong,), "ushort": (UShort,), "ubyte": (UByte,), "int": (Int,), "long": (Long,),
-    "byte": (Byte,), "short": (Short,), "boolean": (bool,), "string": (str,), "symbol": (Symbol,),
-    "binary": (bytes,), "map": (dict,), "timestamp": (Timestamp,), "uuid": (_uuid.UUID,), "float": (Float,),
-    "double": (float,), "char": (Char,), "list": (list,),
-}
+def _field_accepts(spec) -> frozenset | None:
+    """The exact decoded types a field accepts without further thought; None: any value."""
+    prim = wire_type(spec.type)
+    if prim in _FIELD_EXACT:
+        return _FIELD_EXACT[prim]
+    if prim in _COMPOSITE_BY_NAME:
+        return frozenset({_COMPOSITE_BY_NAME[prim]})
+    if prim == "*" and spec.requires in _PROVIDERS and spec.requires not in ("frame", "sasl-frame", "section"):
+        return frozenset(_PROVIDERS[spec.requires]) | {Described}
+    return None
 
 
-def _field_ok(value, prim: str, multiple: bool) -> bool:
-    types = _FIELD_PY_TYPES.get(prim)
-    if types is None:
-        return True  # "*" or an archetype: any value
-    if isinstance(value, types) and not (prim == "string" and type(value) is Symbol):
-        return prim == "boolean" or not isinstance(value, bool)
-    if multiple and isinstance(value, Array):
-        return value.element_type == prim
-    return False
+def _field_ok(value, spec, accepts: frozenset) -> bool:
+    """The slow path of the field check: arrays in `multiple` fields."""
+    if spec.multiple and type(value) is Array:
+        return not value.items or (value.descriptor is None and value.element_type == wire_type(spec.type))
+    return type(value) in accepts
 
 
-def _is_value_section(cls) -> bool:
-    return issubclass(cls, ValueSection)
+def _short_repr(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
-_CHECKS: dict = {}
+def _compile_builder(cls):
+    """Generate the function turning a decoded list into an instance of `cls`: pads absent trailing fields,
+    raises DecodeError for too many fields, a missing mandatory field or a field of the wrong type."""
+    n = len(cls.FIELDS)
+    env = {"DecodeError": DecodeError, "cls": cls, "PAD": [[None] * (n - k) for k in range(n + 1)],
+           "_field_ok": _field_ok, "_short_repr": _short_repr}
+    names = [f"v{i}" for i in range(n)]
+    lines = ["def build(value, start, vpos):",
+             "    if value.__class__ is not list:",
+             f"        raise DecodeError(vpos, f'{cls.NAME} must be a list, got {{type(value).__name__}}')",
+             "    n = len(value)",
+             f"    if n != {n}:",
+             f"        if n > {n}: raise DecodeError(vpos, f'{cls.NAME} has {{n}} fields; the type defines {n}')",
+             "        value = value + PAD[n]"]
+    if n:
+        lines.append(f"    {', '.join(names)}, = value")
+    for i, spec in enumerate(cls.FIELDS):
+        v = names[i]
+        if spec.mandatory:
+            lines += [f"    if {v} is None:",
+                      f"        raise DecodeError(start, {cls.NAME + ': mandatory field ' + spec.name + ' is missing'!r})"]
+        accepts = _field_accepts(spec)
+        if accepts is None:
+            continue
+        env[f"S{i}"], env[f"A{i}"] = spec, accepts
+        want = f"{spec.type}{' or an array of it' if spec.multiple else ''}"
+        lines += [f"    if {v} is not None and {v}.__class__ not in A{i} and not _field_ok({v}, S{i}, A{i}):",
+                  f"        raise DecodeError(vpos, f'{cls.NAME}.{spec.name} must be {want}, got"
+                  f" {{type({v}).__name__}} {{_short_repr({v})}}')"]
+    lines.append(f"    return cls({', '.join(names)})")
+    exec("\n".join(lines), env)   # noqa: S102 - generated from the static field table
+    return env["build"]
 
 
-def _checks_for(cls) -> tuple:
-    """Per field: (spec, mandatory, exact types accepted without further thought, primitive type)."""
-    checks = _CHECKS.get(cls)
-    if checks is None:
-        rows = []
-        for spec in cls.FIELDS:
-            prim = wire_type(spec.type)
-            exact = _FIELD_EXACT.get(prim, ())
-            rows.append((spec, spec.mandatory, exact, prim))
-        checks = _CHECKS[cls] = tuple(rows)
-    return checks
+_BUILDERS: dict = {}   # descriptor code -> builder, for every list-based composite
+for _c in _COMPOSITE_BY_NAME.values():
+    _BUILDERS[_c.DESCRIPTOR] = _compile_builder(_c)
 
 
 def build_composite(cls, value, start: int, vpos: int) -> Composite:
-    """Turn a decoded list into a composite, checking mandatory fields and field types."""
-    if type(value) is not list:
-        raise DecodeError(vpos, f"{cls.NAME} must be a list, got {type(value).__name__}")
-    checks = _checks_for(cls)
-    n = len(value)
-    if n > len(checks):
-        raise DecodeError(vpos, f"{cls.NAME} has {n} fields; the type defines {len(checks)}")
-    for i, (spec, mandatory, exact, prim) in enumerate(checks):
-        v = value[i] if i < n else None
-        if v is None:
-            if mandatory:
-                raise DecodeError(start, f"{cls.NAME}: mandatory field {spec.name} is missing")
-            continue
-        if type(v) in exact:
-            continue
-        if not _field_ok(v, prim, spec.multiple):
-            raise DecodeError(vpos, f"{cls.NAME}.{spec.name} must be {spec.type}, got {type(v).__name__} {v!r}")
-    return cls(*value)
+    """Turn a decoded list into a composite, checking mandatory fields and field types.
+
+    `start` is the offset reported for a missing mandatory field, `vpos` the offset of the list.
+    """
+    return _BUILDERS[cls.DESCRIPTOR](value, start, vpos)
 
 
 _ZERO_WIDTH = (0x40, 0x41, 0x42, 0x43, 0x44, 0x45)

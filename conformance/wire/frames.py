@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .decode import DecodeError, decode_value
-from .encode import _COMPILED_FRAMES, encode_composite, encode_value
+from .encode import _COMPILED_FRAMES, EncodeError, encode_composite, encode_value
 from .performatives import Composite
 
 AMQP_FRAME = 0x00
@@ -29,8 +29,6 @@ SASL_HEADER = b"AMQP\x03\x01\x00\x00"
 MIN_MAX_FRAME_SIZE = 512
 
 _HEADER = struct.Struct(">IBBH")
-_COMPOSITE_TYPES = frozenset(c for c in __import__("conformance.wire.performatives", fromlist=["COMPOSITES"])
-                             .COMPOSITES.values() if issubclass(c, Composite))
 
 
 @dataclass(frozen=True)
@@ -85,10 +83,14 @@ def encode_frame(body: Any, channel: int = 0, payload: bytes = b"", frame_type: 
     `doff`, `extended_header` and `size` can be set to anything (negative cases); by default the header is
     the standard 8 bytes and SIZE is the real length.
     """
-    if size is None and doff == 2 and not frame_type and not extended_header:
-        enc = _COMPILED_FRAMES.get(type(body))
-        if enc is not None:            # the common case: a composite whose frame encoder is compiled
-            return enc(body, channel, payload, validate)
+    if size is None and doff == 2 and not extended_header:
+        try:                           # the common case: a composite whose frame encoder is compiled
+            return _COMPILED_FRAMES[body.__class__](body, channel, payload, validate, frame_type)
+        except KeyError:
+            if body.__class__ in _COMPILED_FRAMES:
+                raise
+        except (struct.error, OverflowError, UnicodeEncodeError) as exc:
+            raise EncodeError(f"{body.NAME} frame: a value does not fit its field or the header ({exc})") from None
     if isinstance(body, Frame):
         return encode_frame(body.body, body.channel, body.payload, body.frame_type, doff=doff,
                             extended_header=extended_header, validate=validate, size=size)
@@ -102,10 +104,15 @@ def encode_frame(body: Any, channel: int = 0, payload: bytes = b"", frame_type: 
         encoded = encode_value(body)
     if extended_header and doff == 2:
         if len(extended_header) % 4:
-            raise ValueError("extended header must be a multiple of 4 bytes unless doff is given")
+            raise EncodeError("extended header must be a multiple of 4 bytes (or pass doff= to send it anyway)")
         doff = 2 + len(extended_header) // 4
     total = 8 + len(extended_header) + len(encoded) + len(payload)
-    return _HEADER.pack(total if size is None else size, doff, frame_type, channel) + extended_header + encoded + payload
+    try:
+        header = _HEADER.pack(total if size is None else size, doff, frame_type, channel)
+    except struct.error as exc:
+        raise EncodeError(f"frame header field out of range (SIZE {total if size is None else size}, DOFF {doff},"
+                          f" TYPE {frame_type}, channel {channel}): {exc}") from None
+    return header + extended_header + encoded + bytes(payload)
 
 
 def heartbeat() -> bytes:
@@ -155,9 +162,7 @@ class FrameDecoder:
 
     def _next(self):
         buf = self._buf
-        if len(buf) < 8:
-            if len(buf) >= 4 and buf[:4] == b"AMQP":
-                return None
+        if len(buf) < 8:               # a frame header or protocol header is not complete yet
             return None
         start = self._offset
         if buf[:4] == b"AMQP":

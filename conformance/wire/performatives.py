@@ -175,6 +175,8 @@ VALUE_SECTION_TABLE: tuple = (
 class Composite:
     """Base of every list-based composite type. Subclasses are dataclasses built from COMPOSITE_TABLE."""
 
+    __slots__ = ()   # instances hold their fields in slots (faster to build and to encode)
+
     NAME: ClassVar[str]
     DESCRIPTOR: ClassVar[int]
     SYMBOLIC_DESCRIPTOR: ClassVar[str]
@@ -209,6 +211,7 @@ def _build_composite(class_name: str, name: str, code: int, provides: str | None
         bases=(Composite,),
         eq=True,
         repr=False,
+        slots=True,
     )
     cls.NAME = name
     cls.DESCRIPTOR = code

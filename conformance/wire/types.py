@@ -149,21 +149,45 @@ class Described:
     value: Any
 
 
-@dataclass(frozen=True)
+# Format code -> type name, for every primitive encoding of Part 1 §1.6 (0x00 introduces a described value).
+FORMAT_CODES: dict[int, str] = {
+    0x40: "null", 0x41: "boolean", 0x42: "boolean", 0x56: "boolean", 0x50: "ubyte", 0x60: "ushort",
+    0x70: "uint", 0x52: "uint", 0x43: "uint", 0x80: "ulong", 0x53: "ulong", 0x44: "ulong", 0x51: "byte",
+    0x61: "short", 0x71: "int", 0x54: "int", 0x81: "long", 0x55: "long", 0x72: "float", 0x82: "double",
+    0x74: "decimal32", 0x84: "decimal64", 0x94: "decimal128", 0x73: "char", 0x83: "timestamp", 0x98: "uuid",
+    0xA0: "binary", 0xB0: "binary", 0xA1: "string", 0xB1: "string", 0xA3: "symbol", 0xB3: "symbol",
+    0x45: "list", 0xC0: "list", 0xD0: "list", 0xC1: "map", 0xD1: "map", 0xE0: "array", 0xF0: "array",
+}
+
+
+@dataclass(frozen=True, eq=False)
 class Array:
     """An AMQP array: every element has one type, named by `element_type` (e.g. "symbol", "uint").
 
+    `element_type` may also be given as a format code (`Array(0x52, [UInt(1)])`): the encoder then uses exactly
+    that element constructor (smalluint here) and `element_code` keeps it; `element_type` becomes the name.
+    Without a code the encoder chooses (fixed-width codes for numbers, sym8/str8/vbin8 when every element
+    fits). Decoded arrays carry the constructor that was on the wire in `element_code`.
     For an array of described values, `descriptor` is the shared descriptor and `element_type` the type of
-    the described values.
+    the described values. Equality ignores `element_code`.
     """
 
-    element_type: str
+    element_type: str | int
     items: tuple = field(default_factory=tuple)
     descriptor: Any = None
+    element_code: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.items, tuple):
             object.__setattr__(self, "items", tuple(self.items))
+        if isinstance(self.element_type, int):
+            code = self.element_type
+            if code not in FORMAT_CODES:
+                raise ValueError(f"0x{code:02x} is not an AMQP format code (see Part 1 §1.6)")
+            object.__setattr__(self, "element_code", code)
+            object.__setattr__(self, "element_type", FORMAT_CODES[code])
+        elif self.element_code is not None and FORMAT_CODES.get(self.element_code) != self.element_type:
+            raise ValueError(f"element_code {self.element_code!r} does not encode {self.element_type!r}")
 
     def __iter__(self):
         return iter(self.items)
