@@ -1,0 +1,480 @@
+"""The self-contained HTML compliance report (report.html), drawn from a report model.
+
+This module owns the page: the requirement x broker@version matrix, scores by section and level, the
+compliance chart, regressions and fixes, flaky cases, duration trends and one click-through page per case
+(shown with CSS `:target`, no script). Everything is inline (CSS and SVG); the page makes no network request.
+Every text from the model is HTML-escaped; the only markup let through is `<sub>` in requirement sentences.
+Model layout: `conformance.report.model`.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter, defaultdict
+from typing import Iterable
+
+from .model import JUDGED_VERDICTS, LEVELS, VERDICTS
+
+# Verdict -> (background, text colour, label). "not-run" is the blank cell.
+VERDICT_STYLE = {
+    "pass": ("#1a7f37", "#ffffff", "pass"),
+    "fail": ("#cf222e", "#ffffff", "fail"),
+    "non-strict": ("#e3a008", "#1f2328", "non-strict"),
+    "informational": ("#54aeff", "#0b2541", "informational"),
+    "unsupported": ("#afb8c1", "#1f2328", "unsupported"),
+    "error": ("#8250df", "#ffffff", "error"),
+    "not-run": ("#f4f5f7", "#57606a", ""),
+}
+VERDICT_MEANING = {
+    "pass": "every requirement the case checks held",
+    "fail": "a MUST-level requirement was broken",
+    "non-strict": "a SHOULD-level requirement was broken",
+    "informational": "behaviour the spec leaves open, recorded",
+    "unsupported": "the broker profile lacks a hook the case needs",
+    "error": "the run itself broke",
+    "not-run": "not run on this broker@version",
+}
+# Bar colours of the chart, one per broker; none is a verdict colour.
+BROKER_PALETTE = ("#0550ae", "#0a6b73", "#953800", "#57606a", "#6639ba", "#116329")
+
+
+def esc(value: object) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def spec_text(text: str) -> str:
+    """Escape a requirement sentence, then let its `<sub>...</sub>` subscripts through as markup."""
+    return re.sub(r"&lt;sub&gt;([^&<>]*)&lt;/sub&gt;", r"<sub>\1</sub>", esc(text))
+
+
+def section_sort_key(section: str) -> tuple:
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in section.split("."))
+
+
+def percent(score: float) -> str:
+    return f"{score * 100:.1f}%".replace(".0%", "%")
+
+
+class Anchors:
+    """Stable, unique fragment ids for case pages: "2.6.7/3" -> "case-2.6.7-3"."""
+
+    def __init__(self, case_ids: Iterable[str]):
+        self.ids: dict[str, str] = {}
+        taken: set[str] = set()
+        for case_id in case_ids:
+            anchor = base = "case-" + re.sub(r"[^A-Za-z0-9._-]+", "-", case_id)
+            n = 2
+            while anchor in taken:
+                anchor, n = f"{base}-{n}", n + 1
+            taken.add(anchor)
+            self.ids[case_id] = anchor
+
+    def __getitem__(self, case_id: str) -> str:
+        return self.ids[case_id]
+
+    def link(self, case_id: str, text: str | None = None, css: str = "") -> str:
+        cls = f' class="{css}"' if css else ""
+        return f'<a{cls} href="#{esc(self[case_id])}">{esc(case_id if text is None else text)}</a>'
+
+
+def verdict_badge(verdict: str, text: str | None = None) -> str:
+    label = VERDICT_STYLE.get(verdict, ("", "", verdict))[2] if text is None else text
+    return f'<span class="badge verdict-{esc(verdict)}" title="{esc(VERDICT_MEANING.get(verdict, ""))}">{esc(label)}</span>'
+
+
+def level_badge(level: str) -> str:
+    return f'<span class="level level-{esc(level)}">{esc(level)}</span>'
+
+
+def column_label(column: dict) -> str:
+    return f'<span class="col-broker">{esc(column["broker"])}</span><span class="col-version">{esc(column["version"])}</span>'
+
+
+# -- page parts ---------------------------------------------------------------------------------------------
+
+def render_css() -> str:
+    verdict_rules = "\n".join(
+        f".verdict-{name}{{background:{bg};color:{fg}}} .verdict-{name} a{{color:{fg}}}"
+        for name, (bg, fg, _) in VERDICT_STYLE.items())
+    return """
+*{box-sizing:border-box}
+html{scroll-behavior:auto}
+body{margin:0;background:#ffffff;color:#1f2328;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,
+ "Noto Sans","Liberation Sans",Arial,sans-serif}
+a{color:#0550ae;text-decoration:none} a:hover{text-decoration:underline}
+code,pre,.mono{font-family:ui-monospace,"SFMono-Regular","DejaVu Sans Mono","Liberation Mono",Menlo,monospace}
+header.top{background:#24292f;color:#ffffff;padding:18px 28px 14px}
+header.top h1{margin:0 0 4px;font-size:22px;font-weight:600;letter-spacing:.2px}
+header.top .meta{color:#d0d7de;font-size:13px}
+nav.toc{position:sticky;top:0;z-index:5;background:#f6f8fa;border-bottom:1px solid #d0d7de;padding:8px 28px;
+ font-size:13px}
+nav.toc a{margin-right:18px;font-weight:500}
+main{padding:8px 28px 40px}
+section.block{margin:26px 0 10px}
+h2{font-size:18px;margin:0 0 10px;padding-bottom:6px;border-bottom:1px solid #d8dee4;font-weight:600}
+h3{font-size:15px;margin:18px 0 8px;font-weight:600}
+p.note{color:#57606a;margin:4px 0 10px;font-size:13px}
+.cards{display:flex;flex-wrap:wrap;gap:12px}
+.card{border:1px solid #d0d7de;border-radius:8px;padding:10px 14px;min-width:200px;background:#ffffff}
+.card .name{font-weight:600} .card .ver{color:#57606a;margin-left:6px}
+.card .score{font-size:26px;font-weight:600;margin:2px 0}
+.card .sub{color:#57606a;font-size:12px}
+.legend{display:flex;flex-wrap:wrap;gap:14px;margin:6px 0 12px;font-size:12.5px;color:#424a53}
+.legend .swatch{display:inline-block;width:14px;height:14px;border-radius:3px;vertical-align:-2px;margin-right:5px;
+ border:1px solid rgba(31,35,40,.15)}
+.matrix-wrap{overflow:auto;width:fit-content;max-width:100%;border:1px solid #d0d7de;border-radius:8px;max-height:88vh}
+table{border-collapse:separate;border-spacing:0}
+table#matrix{border-spacing:2px;background:#ffffff}
+#matrix thead th{position:sticky;top:0;z-index:3;background:#ffffff;border-bottom:2px solid #d0d7de;
+ padding:6px 8px;font-weight:600;vertical-align:bottom}
+#matrix th.corner{left:0;z-index:4;text-align:left;min-width:300px}
+#matrix th.broker-col{width:150px;min-width:150px;text-align:center}
+.col-broker{display:block;font-size:12.5px}
+.col-version{display:block;font-size:12px;color:#57606a;font-weight:500}
+#matrix tr.section-row th{background:#eaeef2;text-align:left;font-size:12.5px;padding:5px 8px;color:#24292f}
+#matrix tr.section-row .sticky-label{position:sticky;left:8px}
+#matrix tr.section-row .part{color:#57606a;font-weight:400;margin-left:8px}
+#matrix th.req{position:sticky;left:0;z-index:2;background:#ffffff;text-align:left;font-weight:400;
+ padding:4px 8px;box-shadow:2px 0 0 #d8dee4;white-space:nowrap}
+#matrix th.req .req-id{font-size:12.5px;margin-right:8px}
+td.cell{width:150px;min-width:150px;max-width:150px;height:38px;text-align:center;vertical-align:middle;padding:3px 6px;border-radius:4px;
+ font-size:12.5px;line-height:1.25}
+td.cell .verdict-label{display:block;font-weight:600}
+td.cell .case-links{display:block;font-size:10.5px;opacity:.92}
+td.cell .case-links a{margin:0 2px}
+td.cell.verdict-not-run{border:1px dashed #d0d7de}
+.level{display:inline-block;font-size:10.5px;font-weight:600;border-radius:10px;padding:0 7px;line-height:17px;
+ border:1px solid #d0d7de;color:#424a53;background:#ffffff}
+.level-MUST{border-color:#cf222e;color:#a40e26}
+.level-SHOULD{border-color:#bf8700;color:#7d4e00}
+.level-MAY{border-color:#0969da;color:#0550ae}
+.badge{display:inline-block;font-size:11.5px;font-weight:600;border-radius:10px;padding:0 8px;line-height:18px}
+.kind-regression{background:#ffebe9;color:#a40e26;border:1px solid #ff8182}
+.kind-fix{background:#dafbe1;color:#116329;border:1px solid #4ac26b}
+.kind-change{background:#f6f8fa;color:#424a53;border:1px solid #d0d7de}
+table.data{font-size:13px;margin:4px 0 12px}
+table.data th,table.data td{padding:5px 10px;border-bottom:1px solid #d8dee4;text-align:left;vertical-align:middle}
+table.data thead th{background:#f6f8fa;font-weight:600;border-bottom:1px solid #d0d7de}
+table.data td.num{text-align:right;font-variant-numeric:tabular-nums}
+.scorebar{display:inline-block;width:64px;height:7px;background:#eaeef2;border-radius:4px;margin-right:6px;
+ vertical-align:1px;overflow:hidden}
+.scorebar span{display:block;height:100%;background:#0550ae}
+.dim{color:#8c959f}
+.slower{color:#a40e26;font-weight:600;font-size:11.5px;margin-left:4px}
+svg text{font-family:system-ui,"Noto Sans","Liberation Sans",Arial,sans-serif}
+.case-page{display:none}
+.case-page:target{display:block;position:fixed;inset:0;z-index:20;overflow:auto;background:#ffffff}
+.case-page .page{max-width:1200px;padding:18px 28px 60px}
+.back{display:inline-block;margin-bottom:12px;font-weight:600}
+.case-page h2 .case-id{font-family:ui-monospace,"DejaVu Sans Mono",monospace;margin-right:10px;color:#57606a}
+blockquote.requirement{margin:8px 0;padding:8px 14px;border-left:4px solid #d0d7de;background:#f6f8fa;
+ border-radius:0 6px 6px 0}
+blockquote.requirement .req-head{font-size:12.5px;color:#57606a;margin-bottom:3px}
+blockquote.requirement .req-head code{color:#1f2328;font-weight:600;margin-right:6px}
+article.result{border:1px solid #d0d7de;border-radius:8px;margin:12px 0;padding:10px 14px}
+article.result header{display:flex;flex-wrap:wrap;align-items:center;gap:10px}
+article.result .column-name{font-weight:600}
+article.result .facts{color:#57606a;font-size:12.5px}
+article.result .reason{margin:8px 0 4px}
+pre.ladder{background:#0d1117;color:#e6edf3;padding:10px 12px;border-radius:6px;overflow:auto;font-size:12px;
+ line-height:1.4;margin:6px 0 0}
+details summary{cursor:pointer;color:#0550ae;font-size:12.5px;margin-top:4px}
+""" + verdict_rules
+
+
+def render_header(model: dict) -> str:
+    history = model["history"]
+    return (f'<header class="top"><h1>AMQP 1.0 flow-control conformance</h1>'
+            f'<div class="meta">Generated {esc(model["generated_at"])} · suite {esc(model["suite_version"])} · '
+            f'{history["runs"]} runs, {history["records"]} case records · '
+            f'{len(model["columns"])} broker versions, {len(model["requirements"])} requirements, '
+            f'{len(model["cases"])} cases</div></header>'
+            '<nav class="toc"><a href="#matrix">Matrix</a><a href="#scores">Scores</a><a href="#chart">Chart</a>'
+            '<a href="#changes">Regressions &amp; fixes</a><a href="#flaky">Flaky cases</a>'
+            '<a href="#durations">Durations</a><a href="#cases">All cases</a></nav>')
+
+
+def render_summary_cards(model: dict) -> str:
+    overall = {s["column"]: s for s in model["scores"]["overall"]}
+    cards = []
+    for column in model["columns"]:
+        score = overall.get(column["key"])
+        value = percent(score["score"]) if score and score["judged"] else "–"
+        detail = f'{score["passed"]}/{score["judged"]} judged cases passed' if score else "no judged cases"
+        cards.append(f'<div class="card" data-column="{esc(column["key"])}"><div><span class="name">'
+                     f'{esc(column["broker"])}</span><span class="ver">{esc(column["version"])}</span></div>'
+                     f'<div class="score">{value}</div><div class="sub">{detail}</div><div class="sub">'
+                     f'{column["runs"]} runs · last {esc(column["last_run_at"])}</div></div>')
+    return f'<section class="block" id="summary"><div class="cards">{"".join(cards)}</div></section>'
+
+
+def render_legend() -> str:
+    items = "".join(f'<span><span class="swatch verdict-{name}"></span><b>{esc(style[2] or "blank")}</b> '
+                    f'{esc(VERDICT_MEANING[name])}</span>' for name, style in VERDICT_STYLE.items())
+    return f'<div class="legend" id="legend">{items}</div>'
+
+
+def render_matrix(model: dict, anchors: Anchors) -> str:
+    columns = model["columns"]
+    by_cell = {(c["requirement_id"], c["column"]): c for c in model["requirement_cells"]}
+    case_verdicts = {(c["case_id"], c["column"]): c["verdict"] for c in model["cells"]}
+    sections: dict[str, list[dict]] = defaultdict(list)
+    for requirement in model["requirements"]:
+        sections[requirement["section"]].append(requirement)
+
+    head = "".join(f'<th class="broker-col" data-column="{esc(c["key"])}" title="{esc(c["product"])} '
+                   f'{esc(c["version"])}: {c["runs"]} runs">{column_label(c)}</th>' for c in columns)
+    rows = []
+    for section in sorted(sections, key=section_sort_key):
+        part = sections[section][0]["part"]
+        rows.append(f'<tr class="section-row"><th colspan="{len(columns) + 1}"><span class="sticky-label">'
+                    f'{esc(section)}<span class="part">Part {esc(part)}</span></span></th></tr>')
+        for requirement in sections[section]:
+            cells = []
+            for column in columns:
+                cell = by_cell.get((requirement["id"], column["key"]))
+                if cell is None:
+                    cells.append(f'<td class="cell verdict-not-run" title="{esc(requirement["id"])} on '
+                                 f'{esc(column["key"])}: not run"></td>')
+                    continue
+                case_ids = cell["case_ids"] or []
+                tip = "; ".join(f'{cid} {case_verdicts.get((cid, column["key"]), "not run")}' for cid in case_ids)
+                main_case = next((cid for cid in case_ids
+                                  if case_verdicts.get((cid, column["key"])) == cell["verdict"]),
+                                 case_ids[0] if case_ids else None)
+                label = VERDICT_STYLE[cell["verdict"]][2]
+                label_html = (anchors.link(main_case, label, "verdict-label") if main_case in anchors.ids
+                              else f'<span class="verdict-label">{esc(label)}</span>')
+                links = " ".join(anchors.link(cid) for cid in case_ids if cid in anchors.ids)
+                cells.append(f'<td class="cell verdict-{esc(cell["verdict"])}" title="{esc(requirement["id"])} on '
+                             f'{esc(column["key"])}: {esc(label)} ({esc(tip)})">{label_html}'
+                             f'<span class="case-links">{links}</span></td>')
+            rows.append(f'<tr class="req-row" data-requirement="{esc(requirement["id"])}">'
+                        f'<th class="req" scope="row" title="{esc(requirement["text"])}">'
+                        f'<span class="req-id mono">{esc(requirement["id"])}</span>{level_badge(requirement["level"])}'
+                        f'</th>{"".join(cells)}</tr>')
+    return (f'<section class="block" id="matrix-section"><h2>Requirements × broker versions</h2>'
+            f'<p class="note">One row per requirement, grouped by section; a cell shows the worst verdict of the '
+            f'cases behind it in the latest run of that broker version. Click a cell for the case page.</p>'
+            f'{render_legend()}<div class="matrix-wrap"><table id="matrix"><thead><tr>'
+            f'<th class="corner">Requirement · level</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
+            f'</table></div></section>')
+
+
+def score_cell(score: dict | None) -> str:
+    if not score or not score["judged"]:
+        return '<td class="num dim">–</td>'
+    width = round(score["score"] * 100)
+    return (f'<td class="num"><span class="scorebar"><span style="width:{width}%"></span></span>'
+            f'{percent(score["score"])} <span class="dim">({score["passed"]}/{score["judged"]})</span></td>')
+
+
+def render_score_table(model: dict, rows_of: str, group: str, title: str, order: Iterable[str]) -> str:
+    scores = {(s["column"], s[group]): s for s in model["scores"][rows_of]}
+    head = "".join(f'<th>{column_label(c)}</th>' for c in model["columns"])
+    body = []
+    for key in order:
+        body.append(f'<tr><th>{esc(key)}</th>'
+                    + "".join(score_cell(scores.get((c["key"], key))) for c in model["columns"]) + "</tr>")
+    return (f'<h3>{esc(title)}</h3><table class="data scores" id="scores-{esc(group)}"><thead><tr>'
+            f'<th>{esc(group)}</th>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>')
+
+
+def render_scores(model: dict) -> str:
+    overall = {s["column"]: s for s in model["scores"]["overall"]}
+    head = "".join(f'<th>{column_label(c)}</th>' for c in model["columns"])
+    overall_row = "<tr><th>all cases</th>" + "".join(score_cell(overall.get(c["key"])) for c in model["columns"]) + "</tr>"
+    sections = sorted({s["section"] for s in model["scores"]["by_section"]}, key=section_sort_key)
+    present_levels = {s["level"] for s in model["scores"]["by_level"]}
+    levels = [lvl for lvl in LEVELS if lvl in present_levels]
+    return (f'<section class="block" id="scores"><h2>Scores</h2><p class="note">Score = passed / judged; judged '
+            f'verdicts are {", ".join(JUDGED_VERDICTS)}. Informational, unsupported and error are not judged.</p>'
+            f'<h3>Overall</h3><table class="data scores" id="scores-overall"><thead><tr><th></th>{head}</tr>'
+            f'</thead><tbody>{overall_row}</tbody></table>'
+            + render_score_table(model, "by_level", "level", "By level", levels)
+            + render_score_table(model, "by_section", "section", "By section", sections) + "</section>")
+
+
+def render_chart(model: dict) -> str:
+    """Horizontal bars, one per broker@version, grouped by broker; bar length = score."""
+    overall = {s["column"]: s for s in model["scores"]["overall"]}
+    brokers = list(dict.fromkeys(c["broker"] for c in model["columns"]))
+    colour = {b: BROKER_PALETTE[i % len(BROKER_PALETTE)] for i, b in enumerate(brokers)}
+    label_w, bar_w, row_h, gap = 220, 560, 24, 10
+    parts, y = [], 26
+    for broker in brokers:
+        for column in (c for c in model["columns"] if c["broker"] == broker):
+            score = overall.get(column["key"])
+            judged = bool(score and score["judged"])
+            width = round(bar_w * score["score"]) if judged else 0
+            text = f'{percent(score["score"])}  ({score["passed"]}/{score["judged"]})' if judged else "not judged"
+            parts.append(
+                f'<g class="bar" data-column="{esc(column["key"])}">'
+                f'<text x="{label_w - 10}" y="{y + 16}" text-anchor="end" font-size="12.5" fill="#1f2328">'
+                f'{esc(column["broker"])} <tspan fill="#57606a">{esc(column["version"])}</tspan></text>'
+                f'<rect x="{label_w}" y="{y + 3}" width="{bar_w}" height="{row_h - 6}" fill="#eaeef2" rx="3"/>'
+                f'<rect x="{label_w}" y="{y + 3}" width="{width}" height="{row_h - 6}" fill="{colour[broker]}" rx="3">'
+                f'<title>{esc(column["key"])}: {esc(text)}</title></rect>'
+                f'<text x="{label_w + bar_w + 8}" y="{y + 16}" font-size="12" fill="#1f2328">{esc(text)}</text></g>')
+            y += row_h
+        y += gap
+    grid = "".join(
+        f'<line x1="{label_w + bar_w * t // 4}" y1="18" x2="{label_w + bar_w * t // 4}" y2="{y}" stroke="#d0d7de" '
+        f'stroke-dasharray="3 3"/><text x="{label_w + bar_w * t // 4}" y="13" font-size="11" text-anchor="middle" '
+        f'fill="#57606a">{t * 25}%</text>' for t in range(5))
+    height = y + 4
+    return (f'<section class="block" id="chart"><h2>Compliance per broker and version</h2>'
+            f'<svg role="img" aria-label="compliance score per broker version" '
+            f'width="{label_w + bar_w + 170}" height="{height}" viewBox="0 0 {label_w + bar_w + 170} {height}">'
+            f'{grid}{"".join(parts)}</svg></section>')
+
+
+def render_changes(model: dict, anchors: Anchors, columns: dict) -> str:
+    order = {"regression": 0, "fix": 1, "change": 2}
+    rows = []
+    for change in sorted(model["changes"], key=lambda c: (order[c["kind"]], section_sort_key(c["case_id"].split("/")[0]), c["case_id"])):
+        rows.append(f'<tr class="change kind-row-{esc(change["kind"])}"><td><span class="badge kind-{esc(change["kind"])}">'
+                    f'{esc(change["kind"])}</span></td><td class="mono">{anchors.link(change["case_id"])}</td>'
+                    f'<td>{esc(change["broker"])}</td><td>{esc(columns.get(change["from_column"], {}).get("version", change["from_column"]))} → '
+                    f'{esc(columns.get(change["to_column"], {}).get("version", change["to_column"]))}</td>'
+                    f'<td>{verdict_badge(change["from_verdict"])} → {verdict_badge(change["to_verdict"])}</td></tr>')
+    counts = Counter(c["kind"] for c in model["changes"])
+    body = (f'<table class="data" id="changes-table"><thead><tr><th>kind</th><th>case</th><th>broker</th>'
+            f'<th>version</th><th>verdict</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            if rows else '<p class="note">No verdict changed between versions of a broker.</p>')
+    return (f'<section class="block" id="changes"><h2>Regressions &amp; fixes</h2><p class="note">'
+            f'{counts["regression"]} regressions, {counts["fix"]} fixes, {counts["change"]} other changes between '
+            f'consecutive versions of each broker.</p>{body}</section>')
+
+
+def counts_html(counts: dict) -> str:
+    ordered = sorted(counts.items(), key=lambda kv: VERDICTS.index(kv[0]) if kv[0] in VERDICTS else 99)
+    return " ".join(verdict_badge(v, f"{v} ×{n}") for v, n in ordered)
+
+
+def render_flaky(model: dict, anchors: Anchors) -> str:
+    rows = "".join(f'<tr><td class="mono">{anchors.link(f["case_id"])}</td><td>{esc(f["column"])}</td>'
+                   f'<td>{counts_html(f["verdict_counts"])}</td></tr>' for f in model["flaky"])
+    body = (f'<table class="data" id="flaky-table"><thead><tr><th>case</th><th>broker@version</th>'
+            f'<th>verdicts over its runs</th></tr></thead><tbody>{rows}</tbody></table>'
+            if rows else '<p class="note">No case gave different verdicts across runs of the same broker version.</p>')
+    return (f'<section class="block" id="flaky"><h2>Flaky cases</h2><p class="note">Cases whose verdict differed '
+            f'between runs of the same broker version.</p>{body}</section>')
+
+
+def sparkline(series: list, width: int = 132, height: int = 28) -> str:
+    values = [float(s) for _, s in series]
+    if not values:
+        return '<span class="dim">–</span>'
+    low, high = min(values), max(values)
+    span = (high - low) or 1.0
+    step = (width - 8) / max(1, len(values) - 1)
+    points = [(4 + i * step if len(values) > 1 else width / 2, height - 4 - (v - low) / span * (height - 8))
+              for i, v in enumerate(values)]
+    path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+    last_x, last_y = points[-1]
+    tip = ", ".join(f"{t} {s:.3f}s" for t, s in series)
+    return (f'<svg class="spark" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}"><title>{esc(tip)}</title>'
+            f'<polyline points="{path}" fill="none" stroke="#0550ae" stroke-width="1.6" stroke-linejoin="round"/>'
+            f'<circle cx="{last_x:.1f}" cy="{last_y:.1f}" r="2.4" fill="#0550ae"/></svg>')
+
+
+def render_durations(model: dict, anchors: Anchors) -> str:
+    column_order = {c["key"]: i for i, c in enumerate(model["columns"])}
+    rows = []
+    for d in sorted(model["durations"], key=lambda d: (section_sort_key(d["case_id"].split("/")[0]), d["case_id"],
+                                                        column_order.get(d["column"], 0))):
+        slower = '<span class="slower">slower</span>' if d["runs"] > 1 and d["last_s"] > 1.5 * d["mean_s"] else ""
+        rows.append(f'<tr><td class="mono">{anchors.link(d["case_id"])}</td><td>{esc(d["column"])}</td>'
+                    f'<td class="num">{d["runs"]}</td><td class="num">{d["mean_s"]:.3f}</td>'
+                    f'<td class="num">{d["min_s"]:.3f}</td><td class="num">{d["max_s"]:.3f}</td>'
+                    f'<td class="num">{d["last_s"]:.3f}{slower}</td><td>{sparkline(d["series"])}</td></tr>')
+    body = (f'<table class="data" id="durations-table"><thead><tr><th>case</th><th>broker@version</th><th>runs</th>'
+            f'<th>mean s</th><th>min s</th><th>max s</th><th>last s</th><th>trend</th></tr></thead>'
+            f'<tbody>{"".join(rows)}</tbody></table>' if rows else '<p class="note">No durations recorded.</p>')
+    return (f'<section class="block" id="durations"><h2>Duration trends</h2><p class="note">Seconds per case run, '
+            f'oldest to newest run of each broker version.</p>{body}</section>')
+
+
+def render_case_index(model: dict, anchors: Anchors) -> str:
+    verdicts = {(c["case_id"], c["column"]): c["verdict"] for c in model["cells"]}
+    head = "".join(f'<th>{column_label(c)}</th>' for c in model["columns"])
+    rows = []
+    for case in sorted(model["cases"], key=lambda c: (section_sort_key(c["section"]), c["id"])):
+        chips = "".join(f'<td>{verdict_badge(verdicts[(case["id"], c["key"])]) if (case["id"], c["key"]) in verdicts else "<span class=dim>not run</span>"}</td>'
+                        for c in model["columns"])
+        rows.append(f'<tr><td class="mono">{anchors.link(case["id"])}</td><td>{esc(case["title"])}</td>'
+                    f'<td>{level_badge(case["level"])}</td>{chips}</tr>')
+    return (f'<section class="block" id="cases"><h2>All cases</h2><table class="data" id="cases-table"><thead><tr>'
+            f'<th>case</th><th>title</th><th>level</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            f'</section>')
+
+
+def render_case_page(case: dict, model: dict, anchors: Anchors, requirements: dict, cells: dict) -> str:
+    quoted = []
+    for requirement_id in case["requirement_ids"]:
+        r = requirements.get(requirement_id)
+        if r is None:
+            continue
+        quoted.append(f'<blockquote class="requirement"><div class="req-head"><code>{esc(r["id"])}</code>'
+                      f'{level_badge(r["level"])} § {esc(r["section"])} · Part {esc(r["part"])}</div>'
+                      f'<div class="req-text">{spec_text(r["text"])}</div></blockquote>')
+    results = []
+    for column in model["columns"]:
+        cell = cells.get((case["id"], column["key"]))
+        if cell is None:
+            results.append(f'<article class="result not-run" data-column="{esc(column["key"])}"><header>'
+                           f'<span class="column-name">{esc(column["key"])}</span>{verdict_badge("not-run", "not run")}'
+                           f'</header></article>')
+            continue
+        facts = [f'run {esc(cell["run_id"])}', f'{cell["duration_s"]:.3f} s']
+        flaky = (f'<span class="badge kind-regression">flaky</span> {counts_html(cell["verdict_counts"])}'
+                 if cell["flaky"] else "")
+        violated = (f'<div class="facts">Violated: <code>{esc(cell["violated"])}</code></div>'
+                    if cell["violated"] else "")
+        ladder = ""
+        if cell["ladder"]:
+            is_open = " open" if cell["verdict"] in ("fail", "non-strict", "error") else ""
+            ladder = (f'<details{is_open}><summary>Transcript (ladder diagram)</summary>'
+                      f'<pre class="ladder">{esc(cell["ladder"])}</pre></details>')
+        results.append(f'<article class="result" data-column="{esc(column["key"])}"><header>'
+                       f'<span class="column-name">{esc(column["key"])}</span>{verdict_badge(cell["verdict"])}'
+                       f'<span class="facts">{" · ".join(facts)}</span>{flaky}</header>'
+                       f'<div class="reason">{esc(cell["reason"])}</div>{violated}{ladder}</article>')
+    return (f'<section class="case-page" id="{esc(anchors[case["id"]])}" data-case="{esc(case["id"])}">'
+            f'<div class="page"><a class="back" href="#matrix">← Back to the matrix</a>'
+            f'<h2><span class="case-id">{esc(case["id"])}</span>{esc(case["title"])}</h2>'
+            f'<p class="note">Section {esc(case["section"])} · level {level_badge(case["level"])}</p>'
+            f'<h3>Requirements checked</h3>{"".join(quoted) or "<p class=note>none listed</p>"}'
+            f'<h3>Results per broker version</h3>{"".join(results)}</div></section>')
+
+
+def render_html(model: dict) -> str:
+    """The whole report as one self-contained HTML document."""
+    anchors = Anchors(c["id"] for c in model["cases"])
+    columns = {c["key"]: c for c in model["columns"]}
+    requirements = {r["id"]: r for r in model["requirements"]}
+    cells = {(c["case_id"], c["column"]): c for c in model["cells"]}
+    case_pages = "".join(render_case_page(case, model, anchors, requirements, cells) for case in model["cases"])
+    return ("<!DOCTYPE html>\n"
+            '<html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+            "img-src data:\">"
+            f'<title>AMQP 1.0 flow-control conformance · {esc(model["generated_at"])}</title>'
+            f'<style>{render_css()}</style></head><body>'
+            + render_header(model)
+            + '<main id="report">'
+            + render_summary_cards(model)
+            + render_matrix(model, anchors)
+            + render_chart(model)
+            + render_scores(model)
+            + render_changes(model, anchors, columns)
+            + render_flaky(model, anchors)
+            + render_durations(model, anchors)
+            + render_case_index(model, anchors)
+            + "</main>"
+            + f'<div id="case-pages">{case_pages}</div>'
+            + "</body></html>\n")
