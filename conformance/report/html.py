@@ -161,6 +161,8 @@ table.data td.num{text-align:right;font-variant-numeric:tabular-nums}
  vertical-align:1px;overflow:hidden}
 .scorebar span{display:block;height:100%;background:#0550ae}
 .dim{color:#8c959f}
+.trend svg{vertical-align:middle;margin-right:8px}
+.trend-text{display:inline-block;vertical-align:middle;font-size:11.5px;color:#57606a;line-height:1.3}
 .slower{color:#a40e26;font-weight:600;font-size:11.5px;margin-left:4px}
 svg text{font-family:system-ui,"Noto Sans","Liberation Sans",Arial,sans-serif}
 .case-page{display:none}
@@ -363,39 +365,49 @@ def render_flaky(model: dict, anchors: Anchors) -> str:
             f'between runs of the same broker version.</p>{body}</section>')
 
 
-def sparkline(series: list, width: int = 132, height: int = 28) -> str:
+def sparkline(series: list, width: int = 104, height: int = 24) -> str:
     values = [float(s) for _, s in series]
     if not values:
         return '<span class="dim">–</span>'
     low, high = min(values), max(values)
-    span = (high - low) or 1.0
     step = (width - 8) / max(1, len(values) - 1)
-    points = [(4 + i * step if len(values) > 1 else width / 2, height - 4 - (v - low) / span * (height - 8))
-              for i, v in enumerate(values)]
+
+    def y_of(v: float) -> float:
+        return height / 2 if high == low else height - 4 - (v - low) / (high - low) * (height - 8)
+
+    points = [(4 + i * step if len(values) > 1 else width / 2, y_of(v)) for i, v in enumerate(values)]
     path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
     last_x, last_y = points[-1]
-    tip = ", ".join(f"{t} {s:.3f}s" for t, s in series)
-    return (f'<svg class="spark" width="{width}" height="{height}" '
-            f'viewBox="0 0 {width} {height}"><title>{esc(tip)}</title>'
+    return (f'<svg class="spark" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
             f'<polyline points="{path}" fill="none" stroke="#0550ae" stroke-width="1.6" stroke-linejoin="round"/>'
             f'<circle cx="{last_x:.1f}" cy="{last_y:.1f}" r="2.4" fill="#0550ae"/></svg>')
 
 
 def render_durations(model: dict, anchors: Anchors) -> str:
-    column_order = {c["key"]: i for i, c in enumerate(model["columns"])}
+    """One row per case, one cell per broker@version: sparkline of its run durations, last and mean."""
+    trends = {(d["case_id"], d["column"]): d for d in model["durations"]}
+    case_ids = sorted({d["case_id"] for d in model["durations"]},
+                      key=lambda cid: (section_sort_key(cid.split("/")[0]), cid))
+    head = "".join(f'<th>{column_label(c)}</th>' for c in model["columns"])
     rows = []
-    for d in sorted(model["durations"], key=lambda d: (section_sort_key(d["case_id"].split("/")[0]), d["case_id"],
-                                                        column_order.get(d["column"], 0))):
-        slower = '<span class="slower">slower</span>' if d["runs"] > 1 and d["last_s"] > 1.5 * d["mean_s"] else ""
-        rows.append(f'<tr><td class="mono">{anchors.link(d["case_id"])}</td><td>{esc(d["column"])}</td>'
-                    f'<td class="num">{d["runs"]}</td><td class="num">{d["mean_s"]:.3f}</td>'
-                    f'<td class="num">{d["min_s"]:.3f}</td><td class="num">{d["max_s"]:.3f}</td>'
-                    f'<td class="num">{d["last_s"]:.3f}{slower}</td><td>{sparkline(d["series"])}</td></tr>')
-    body = (f'<table class="data" id="durations-table"><thead><tr><th>case</th><th>broker@version</th><th>runs</th>'
-            f'<th>mean s</th><th>min s</th><th>max s</th><th>last s</th><th>trend</th></tr></thead>'
+    for case_id in case_ids:
+        cells = []
+        for column in model["columns"]:
+            d = trends.get((case_id, column["key"]))
+            if d is None:
+                cells.append('<td class="dim">–</td>')
+                continue
+            slower = '<span class="slower">slower</span>' if d["runs"] > 1 and d["last_s"] > 1.5 * d["mean_s"] else ""
+            tip = (f'{d["runs"]} runs · mean {d["mean_s"]:.3f} s · min {d["min_s"]:.3f} s · max {d["max_s"]:.3f} s · '
+                   + ", ".join(f"{t} {s:.3f} s" for t, s in d["series"]))
+            cells.append(f'<td class="trend" data-column="{esc(column["key"])}" title="{esc(tip)}">'
+                         f'{sparkline(d["series"])}<span class="trend-text">last {d["last_s"]:.3f} s{slower}'
+                         f'<br>mean {d["mean_s"]:.3f} s · {d["runs"]} runs</span></td>')
+        rows.append(f'<tr><td class="mono">{anchors.link(case_id)}</td>{"".join(cells)}</tr>')
+    body = (f'<table class="data" id="durations-table"><thead><tr><th>case</th>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>' if rows else '<p class="note">No durations recorded.</p>')
     return (f'<section class="block" id="durations"><h2>Duration trends</h2><p class="note">Seconds per case run, '
-            f'oldest to newest run of each broker version.</p>{body}</section>')
+            f'oldest to newest run of each broker version (hover for the series).</p>{body}</section>')
 
 
 def render_case_index(model: dict, anchors: Anchors) -> str:

@@ -228,3 +228,26 @@ def test_markdown_escapes_and_cuts_long_lists():
     assert "- … and 10 more failures (see report.html)" in text
     assert "<i>" not in text and "&lt;i&gt;" in text and "a \\| b" in text and "\\`d\\`" in text
     assert all(len(line) < 400 for line in failure_lines)
+
+
+def test_history_sections(doc, model):
+    assert len(doc.find_all("tr", "change")) == len(model["changes"])
+    regression = doc.find_all("tr", "kind-row-regression")[0]
+    assert "2.6.7/5" in regression.text and "4.0.4 → 4.0.5" in regression.text
+    flaky_rows = [e for e in doc.elements if e.tag == "tr" and doc.by_id("flaky-table") in e.ancestors()][1:]
+    assert len(flaky_rows) == len(model["flaky"]) and "non-strict ×1" in flaky_rows[0].text
+    trends = doc.find_all("td", "trend")
+    assert {(t.attrs["data-column"]) for t in trends} == {d["column"] for d in model["durations"]}
+    assert len(trends) == len(model["durations"])
+    assert all([e for e in t.children if e.tag == "svg" and "spark" in e.classes] for t in trends)
+    chart = doc.by_id("chart")
+    bars = [e for e in doc.find_all("g", "bar") if chart in e.ancestors()]
+    assert [b.attrs["data-column"] for b in bars] == [c["key"] for c in model["columns"]]
+
+
+def test_scores_tables(doc, model):
+    by_level = doc.by_id("scores-level")
+    assert "71.4% (5/7)" in by_level.text          # rabbitmq-3.10 MUST
+    by_section = doc.by_id("scores-section")
+    rows = [e for e in doc.elements if e.tag == "tr" and by_section in e.ancestors()][1:]
+    assert [r.children[0].text for r in rows] == ["2.5.6", "2.6.7", "2.6.8", "2.6.10", "2.7.4"]
