@@ -14,7 +14,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Iterable
 
-from .model import JUDGED_VERDICTS, LEVELS, VERDICTS
+from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
 
 # Verdict -> (background, text colour, label). "not-run" is the blank cell.
 VERDICT_STYLE = {
@@ -80,7 +80,8 @@ class Anchors:
 
 def verdict_badge(verdict: str, text: str | None = None) -> str:
     label = VERDICT_STYLE.get(verdict, ("", "", verdict))[2] if text is None else text
-    return f'<span class="badge verdict-{esc(verdict)}" title="{esc(VERDICT_MEANING.get(verdict, ""))}">{esc(label)}</span>'
+    meaning = esc(VERDICT_MEANING.get(verdict, ""))
+    return f'<span class="badge verdict-{esc(verdict)}" title="{meaning}">{esc(label)}</span>'
 
 
 def level_badge(level: str) -> str:
@@ -88,7 +89,8 @@ def level_badge(level: str) -> str:
 
 
 def column_label(column: dict) -> str:
-    return f'<span class="col-broker">{esc(column["broker"])}</span><span class="col-version">{esc(column["version"])}</span>'
+    return (f'<span class="col-broker">{esc(column["broker"])}</span>'
+            f'<span class="col-version">{esc(column["version"])}</span>')
 
 
 # -- page parts ---------------------------------------------------------------------------------------------
@@ -138,8 +140,8 @@ table#matrix{border-spacing:2px;background:#ffffff}
 #matrix th.req{position:sticky;left:0;z-index:2;background:#ffffff;text-align:left;font-weight:400;
  padding:4px 8px;box-shadow:2px 0 0 #d8dee4;white-space:nowrap}
 #matrix th.req .req-id{font-size:12.5px;margin-right:8px}
-td.cell{width:150px;min-width:150px;max-width:150px;height:38px;text-align:center;vertical-align:middle;padding:3px 6px;border-radius:4px;
- font-size:12.5px;line-height:1.25}
+td.cell{width:150px;min-width:150px;max-width:150px;height:38px;text-align:center;vertical-align:middle;
+ padding:3px 6px;border-radius:4px;font-size:12.5px;line-height:1.25}
 td.cell .verdict-label{display:block;font-weight:600}
 td.cell .case-links{display:block;font-size:10.5px;opacity:.92}
 td.cell .case-links a{margin:0 2px}
@@ -286,7 +288,8 @@ def render_score_table(model: dict, rows_of: str, group: str, title: str, order:
 def render_scores(model: dict) -> str:
     overall = {s["column"]: s for s in model["scores"]["overall"]}
     head = "".join(f'<th>{column_label(c)}</th>' for c in model["columns"])
-    overall_row = "<tr><th>all cases</th>" + "".join(score_cell(overall.get(c["key"])) for c in model["columns"]) + "</tr>"
+    overall_cells = "".join(score_cell(overall.get(c["key"])) for c in model["columns"])
+    overall_row = f"<tr><th>all cases</th>{overall_cells}</tr>"
     sections = sorted({s["section"] for s in model["scores"]["by_section"]}, key=section_sort_key)
     present_levels = {s["level"] for s in model["scores"]["by_level"]}
     levels = [lvl for lvl in LEVELS if lvl in present_levels]
@@ -335,11 +338,17 @@ def render_chart(model: dict) -> str:
 def render_changes(model: dict, anchors: Anchors, columns: dict) -> str:
     order = {"regression": 0, "fix": 1, "change": 2}
     rows = []
-    for change in sorted(model["changes"], key=lambda c: (order[c["kind"]], section_sort_key(c["case_id"].split("/")[0]), c["case_id"])):
-        rows.append(f'<tr class="change kind-row-{esc(change["kind"])}"><td><span class="badge kind-{esc(change["kind"])}">'
-                    f'{esc(change["kind"])}</span></td><td class="mono">{anchors.link(change["case_id"])}</td>'
-                    f'<td>{esc(change["broker"])}</td><td>{esc(columns.get(change["from_column"], {}).get("version", change["from_column"]))} → '
-                    f'{esc(columns.get(change["to_column"], {}).get("version", change["to_column"]))}</td>'
+    def version(key: str) -> str:
+        return esc(columns[key]["version"] if key in columns else key)
+
+    def sort_key(change: dict) -> tuple:
+        return order[change["kind"]], section_sort_key(change["case_id"].split("/")[0]), change["case_id"]
+
+    for change in sorted(model["changes"], key=sort_key):
+        kind = esc(change["kind"])
+        rows.append(f'<tr class="change kind-row-{kind}"><td><span class="badge kind-{kind}">{kind}</span></td>'
+                    f'<td class="mono">{anchors.link(change["case_id"])}</td><td>{esc(change["broker"])}</td>'
+                    f'<td>{version(change["from_column"])} → {version(change["to_column"])}</td>'
                     f'<td>{verdict_badge(change["from_verdict"])} → {verdict_badge(change["to_verdict"])}</td></tr>')
     counts = Counter(c["kind"] for c in model["changes"])
     body = (f'<table class="data" id="changes-table"><thead><tr><th>kind</th><th>case</th><th>broker</th>'
@@ -398,8 +407,8 @@ def render_durations(model: dict, anchors: Anchors) -> str:
                 cells.append('<td class="dim">–</td>')
                 continue
             slower = '<span class="slower">slower</span>' if d["runs"] > 1 and d["last_s"] > 1.5 * d["mean_s"] else ""
-            tip = (f'{d["runs"]} runs · mean {d["mean_s"]:.3f} s · min {d["min_s"]:.3f} s · max {d["max_s"]:.3f} s · '
-                   + ", ".join(f"{t} {s:.3f} s" for t, s in d["series"]))
+            tip = (f'{d["runs"]} runs · mean {d["mean_s"]:.3f} s · min {d["min_s"]:.3f} s · '
+                   f'max {d["max_s"]:.3f} s · ' + ", ".join(f"{t} {s:.3f} s" for t, s in d["series"]))
             cells.append(f'<td class="trend" data-column="{esc(column["key"])}" title="{esc(tip)}">'
                          f'{sparkline(d["series"])}<span class="trend-text">last {d["last_s"]:.3f} s{slower}'
                          f'<br>mean {d["mean_s"]:.3f} s · {d["runs"]} runs</span></td>')
@@ -415,8 +424,9 @@ def render_case_index(model: dict, anchors: Anchors) -> str:
     head = "".join(f'<th>{column_label(c)}</th>' for c in model["columns"])
     rows = []
     for case in sorted(model["cases"], key=lambda c: (section_sort_key(c["section"]), c["id"])):
-        chips = "".join(f'<td>{verdict_badge(verdicts[(case["id"], c["key"])]) if (case["id"], c["key"]) in verdicts else "<span class=dim>not run</span>"}</td>'
-                        for c in model["columns"])
+        chips = "".join(
+            f'<td>{verdict_badge(verdicts[(case["id"], c["key"])])}</td>' if (case["id"], c["key"]) in verdicts
+            else '<td><span class="dim">not run</span></td>' for c in model["columns"])
         rows.append(f'<tr><td class="mono">{anchors.link(case["id"])}</td><td>{esc(case["title"])}</td>'
                     f'<td>{level_badge(case["level"])}</td>{chips}</tr>')
     return (f'<section class="block" id="cases"><h2>All cases</h2><table class="data" id="cases-table"><thead><tr>'
@@ -464,7 +474,8 @@ def render_case_page(case: dict, model: dict, anchors: Anchors, requirements: di
 
 
 def render_html(model: dict) -> str:
-    """The whole report as one self-contained HTML document."""
+    """The whole report as one self-contained HTML document; a malformed model raises ValueError first."""
+    validate_model(model)
     anchors = Anchors(c["id"] for c in model["cases"])
     columns = {c["key"]: c for c in model["columns"]}
     requirements = {r["id"]: r for r in model["requirements"]}

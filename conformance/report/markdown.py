@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .model import VERDICTS
+from .model import VERDICTS, validate_model
 
 MAX_LIST_ITEMS = 50
 MAX_REASON_CHARS = 240
@@ -44,7 +44,8 @@ def cut_list(lines: list[str], what: str) -> list[str]:
 
 
 def render_markdown(model: dict) -> str:
-    """The CI summary as Markdown text."""
+    """The CI summary as Markdown text; a malformed model raises ValueError first."""
+    validate_model(model)
     overall = {s["column"]: s for s in model["scores"]["overall"]}
     counts: dict[str, Counter] = {c["key"]: Counter() for c in model["columns"]}
     for cell in model["cells"]:

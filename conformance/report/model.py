@@ -422,8 +422,9 @@ def example_model() -> dict:
     durations = []
     for cell in cells:
         column_index, column = next((i, col) for i, col in enumerate(columns) if col["key"] == cell["column"])
-        wobble = lambda run: ((run * 5 + column_index * 3 + sum(map(ord, cell["case_id"]))) % 7 - 3) * 0.09  # noqa: E731
-        series = [[f"2025-11-{10 + 3 * run:02d}T09:00:00Z", round(cell["duration_s"] * (1 + wobble(run)), 3)]
+        seed = column_index * 3 + sum(map(ord, cell["case_id"]))
+        series = [[f"2025-11-{10 + 3 * run:02d}T09:00:00Z",
+                   round(cell["duration_s"] * (1 + ((run * 5 + seed) % 7 - 3) * 0.09), 3)]
                   for run in range(column["runs"])]
         series[-1][1] = cell["duration_s"]
         seconds = [s for _, s in series]

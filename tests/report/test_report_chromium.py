@@ -130,7 +130,7 @@ def test_screenshot_shows_the_matrix_offline(browser, report_url, model, tmp_pat
     blocks = []
     for verdict, (background, _, _) in VERDICT_STYLE.items():
         found = colour_blocks(image, rgb(background), min_width=100, min_height=30)
-        assert len(found) == expected[verdict], f"{verdict}: {len(found)} cell blocks drawn, expected {expected[verdict]}"
+        assert len(found) == expected[verdict], f"{verdict}: {len(found)} cells drawn, expected {expected[verdict]}"
         blocks += found
 
     # ... and the blocks form the grid: one x per broker@version, one y per requirement, no gaps

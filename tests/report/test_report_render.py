@@ -83,6 +83,14 @@ def test_validate_model_rejects_non_objects():
         validate_model([])
 
 
+def test_renderers_refuse_a_malformed_model():
+    m = example_model()
+    m["cells"][0]["verdict"] = "green"
+    for render in (render_html, render_markdown):
+        with pytest.raises(ValueError, match=r"^cells\[0\]\.verdict"):
+            render(m)
+
+
 # -- HTML -------------------------------------------------------------------------------------------------
 
 def test_html_is_well_formed(doc, page):
@@ -221,7 +229,9 @@ def test_markdown_summary(model):
 def test_markdown_escapes_and_cuts_long_lists():
     m = example_model()
     template = next(c for c in m["cells"] if c["verdict"] == "fail")
-    m["cells"] = [dict(template, case_id=f"2.6.7/{n}", reason="a | b <i>c</i> `d` " + "x" * 400) for n in range(60)]
+    m["cases"] += [dict(m["cases"][0], id=f"2.6.7/{n}") for n in range(100, 160)]
+    m["cells"] = [dict(template, case_id=f"2.6.7/{n}", reason="a | b <i>c</i> `d` " + "x" * 400)
+                  for n in range(100, 160)]
     text = render_markdown(m)
     failure_lines = [line for line in text.splitlines() if line.startswith("- `") and "` — `" in line]
     assert len(failure_lines) == 50
