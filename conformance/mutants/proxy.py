@@ -19,7 +19,7 @@ from ..wire import DecodeError, EncodeError, decode_frame, encode_frame
 from .faults import Mutation, mutation_for
 
 _CLOSE = object()   # writer: flush, then half-close (the other side ended its stream)
-_DROP = object()    # writer: flush, then cut both directions (a fault dropped the connection)
+_DROP = object()    # writer: flush, then drop (a fault dropped the connection: FIN to the peer, cut the broker)
 
 
 @dataclass
@@ -83,10 +83,11 @@ class _Splitter:
 class _Writer:
     """One socket's outgoing bytes, written in order by its own thread (readers never block on a send)."""
 
-    def __init__(self, sock: socket.socket, on_drop):
+    def __init__(self, sock: socket.socket, on_drop, on_error):
         self.sock = sock
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.on_drop = on_drop
+        self.on_error = on_error
         self.thread = threading.Thread(target=self._run, name="mutant-proxy-writer", daemon=True)
         self.thread.start()
 
@@ -105,7 +106,7 @@ class _Writer:
             try:
                 self.sock.sendall(item)
             except OSError:
-                self.on_drop()
+                self.on_error()
                 return
 
 
@@ -120,8 +121,10 @@ class _Connection:
         self.stats = ProxyStats(connections=1)
         self.lock = threading.Lock()
         self.dropped = False
-        self.to_peer = _Writer(peer_sock, self.cut)
-        self.to_broker = _Writer(broker_sock, self.cut)
+        # a dropped connection: the peer gets a clean end of stream (what a broker closing its socket gives;
+        # the proxy reads and discards whatever the peer still sends), the broker loses its socket at once
+        self.to_peer = _Writer(peer_sock, lambda: _quietly(lambda: peer_sock.shutdown(socket.SHUT_WR)), self.cut)
+        self.to_broker = _Writer(broker_sock, lambda: _close_hard(broker_sock), self.cut)
         self.threads = [threading.Thread(target=self._pump, args=(peer_sock, True), daemon=True,
                                          name="mutant-proxy-from-peer"),
                         threading.Thread(target=self._pump, args=(broker_sock, False), daemon=True,
@@ -130,11 +133,10 @@ class _Connection:
             t.start()
 
     def cut(self) -> None:
-        """Close both sockets at once (a dropped connection, or a socket error)."""
+        """Close both sockets at once (a socket error, or the proxy stopping)."""
         self.dropped = True
         for sock in (self.peer_sock, self.broker_sock):
-            _quietly(lambda: sock.shutdown(socket.SHUT_RDWR))
-            _quietly(sock.close)
+            _close_hard(sock)
 
     def _pump(self, src: socket.socket, from_peer: bool) -> None:
         splitter = _Splitter()
@@ -147,13 +149,18 @@ class _Connection:
             except OSError:
                 data = b""
             if not data:
-                same.put(_CLOSE)
+                if self.dropped:
+                    _quietly(src.close)
+                else:
+                    same.put(_CLOSE)
                 return
             forward: list[bytes] = []
             back: list[bytes] = []
             drop = False
             with self.lock:
                 if self.dropped:
+                    if from_peer:
+                        continue      # discarded until the peer closes its end
                     return
                 for item in splitter.feed(data):
                     if item[0] == "raw":
@@ -193,7 +200,8 @@ class _Connection:
                 if drop:
                     same.put(_DROP)
                     other.put(_DROP)
-                    return
+                    if not from_peer:
+                        return
 
     def _encode(self, frame, received: bytes | None) -> bytes:
         stats = self.stats
@@ -298,6 +306,11 @@ class MutantProxy:
     @property
     def address(self) -> tuple[str, int]:
         return ("127.0.0.1", self.port)
+
+
+def _close_hard(sock: socket.socket) -> None:
+    _quietly(lambda: sock.shutdown(socket.SHUT_RDWR))
+    _quietly(sock.close)
 
 
 def _quietly(step) -> None:
