@@ -30,7 +30,7 @@ def streaming_rate(result) -> tuple[int, float]:
     """(transfers received, messages/s) from the case's first connection transcript."""
     entries = result.transcripts[0]["entries"]
     start = next(e["t"] for e in entries if e["direction"] == "out" and e["name"] == "flow"
-                 and (e.get("fields") or {}).get("link-credit") is not None)
+                 and (e.get("fields") or {}).get("link_credit") is not None)
     transfers = [e["t"] for e in entries if e["direction"] == "in" and e["name"] == "transfer"]
     elapsed = transfers[-1] - start
     return len(transfers), len(transfers) / elapsed if elapsed > 0 else float("inf")

@@ -33,6 +33,7 @@ class ProxyStats:
     passthrough: int = 0       # headers, SASL frames, heartbeats and undecodable frames forwarded verbatim
     rewritten: int = 0         # frames the fault changed, added or removed
     drops: int = 0
+    errors: int = 0            # a fault raised (a bug in the fault): the connection was cut
 
 
 class _Splitter:
@@ -179,7 +180,13 @@ class _Connection:
                         stats.passthrough += 1
                         continue
                     stats.frames += 1
-                    out = self.mutation.from_peer(frame) if from_peer else self.mutation.from_broker(frame)
+                    try:
+                        out = self.mutation.from_peer(frame) if from_peer else self.mutation.from_broker(frame)
+                    except Exception as exc:      # a bug in a fault: never forward a half-rewritten stream
+                        stats.errors += 1
+                        self.proxy.last_error = f"{type(exc).__name__}: {exc}"
+                        self.cut()
+                        return
                     ahead, behind = (out.to_broker, out.to_peer) if from_peer else (out.to_peer, out.to_broker)
                     if out.drop:
                         stats.drops += 1
@@ -245,6 +252,7 @@ class MutantProxy:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self.port = 0
+        self.last_error: str | None = None     # what the last failing fault raised (no frame content)
 
     def start(self) -> "MutantProxy":
         self._listener = socket.create_server(("127.0.0.1", self.listen_port))

@@ -65,7 +65,11 @@ def _broker_for(config: str, broker=None):
 def _run_one(config: str, case_id: str, options: RunOptions, keep_unless: str | None, broker=None):
     from ..cases import load_all
     spec = load_all()[case_id]
-    result = run_case(spec, _broker_for(config, broker), options)
+    target = _broker_for(config, broker)
+    errors = target.proxy.stats.errors if config != DIRECT else 0
+    result = run_case(spec, target, options)
+    if config != DIRECT and target.proxy.stats.errors > errors:     # a fault raised: say so in the record
+        result.observations["proxy_error"] = target.proxy.last_error
     if keep_unless is not None and result.verdict.value == keep_unless:
         result.transcripts, result.ladders = [], []        # unchanged verdict: no need to keep the frames
     return result

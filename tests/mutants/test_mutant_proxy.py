@@ -72,7 +72,7 @@ def test_proxy_without_fault_is_transparent(case_id, reference):
     assert through.verdict == direct.verdict, through.reason
     # byte level: every frame was decoded and re-encoded to exactly the bytes that came in
     assert stats.frames > 0 and stats.identical == stats.frames and stats.reencoded_differently == 0
-    assert stats.rewritten == 0 and stats.drops == 0
+    assert stats.rewritten == 0 and stats.drops == 0 and stats.errors == 0
 
     def shape(result):
         return [(e["direction"], e["name"], e.get("channel"), e.get("payload_size"))
@@ -91,7 +91,7 @@ def test_fault_flips_its_target_case(fault, reference):
         proxied.stop_proxy()
     assert result.verdict.value == verdict, f"{fault} on {case_id}: {result.verdict.value}: {result.reason}"
     assert result.violated in requirements, result.violated
-    assert proxied.proxy.stats.rewritten + proxied.proxy.stats.drops > 0
+    assert proxied.proxy.stats.rewritten + proxied.proxy.stats.drops > 0 and proxied.proxy.stats.errors == 0
 
 
 def test_stopping_the_proxy_ends_its_connections(reference):
