@@ -63,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
         register_brokers(sub)
     except ImportError:
         pass
+    try:
+        from .mutants.cli import register as register_selfcheck
+        register_selfcheck(sub)
+    except ImportError:
+        pass
     return parser
 
 

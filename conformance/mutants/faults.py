@@ -1,0 +1,480 @@
+"""The fault catalogue of the mutant proxy: sans-IO frame rewriting, one requirement broken per fault.
+
+This module owns what the proxy does to AMQP frames (never sockets, threads or clocks). A `Mutation` is
+the per-connection state machine: `from_peer(frame)` and `from_broker(frame)` take one decoded frame and
+return an `Out` (frames for the broker, frames for the peer, or `drop` = cut the connection). The base
+class forwards every frame unchanged; each subclass breaks exactly one requirement of
+`conformance/catalogue/requirements.toml` (its `requirement`) and keeps every other frame of the
+conversation consistent on both sides: when a fault injects transfers, later delivery-ids, transfer-ids
+(next-outgoing-id / next-incoming-id), delivery-counts and disposition ranges are renumbered so that the
+peer and the broker each see a valid conversation.
+
+`FAULTS` maps the fault names (`--fault NAME`) to their classes. Where a requirement is quoted, see
+`/work/shared/spec` for the spec text (2.5.6, 2.6.7, 2.7.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..wire import Attach, Begin, Detach, Disposition, End, Flow, Frame, Transfer, serial_add, serial_diff, serial_lt
+
+U32 = 0xFFFFFFFF
+
+
+@dataclass
+class Out:
+    """What one incoming frame turns into."""
+
+    to_broker: list = field(default_factory=list)
+    to_peer: list = field(default_factory=list)
+    drop: bool = False      # close both sockets instead of forwarding anything more
+
+
+# -- bookkeeping shared by every fault --------------------------------------------------------------------
+
+@dataclass
+class LinkTrack:
+    name: str
+    peer_handle: int | None = None
+    broker_handle: int | None = None
+    peer_is_receiver: bool = True          # the broker is the link's sender
+    initial_delivery_count: int | None = None   # the broker's attach (broker as sender)
+    delivery_count: int | None = None      # broker-sender links: the broker's count as the proxy saw it
+    link_credit: int | None = None         # broker-sender links: the broker's credit as last reported/derived
+    in_delivery: bool = False              # a multi-frame delivery from the broker is in progress
+    data: dict = field(default_factory=dict)   # per-fault state
+
+
+@dataclass
+class SessionTrack:
+    peer_channel: int
+    broker_channel: int | None = None
+    by_peer_handle: dict = field(default_factory=dict)
+    by_broker_handle: dict = field(default_factory=dict)
+    by_name: dict = field(default_factory=dict)
+    broker_incoming_window: int | None = None
+    data: dict = field(default_factory=dict)
+
+
+def _uint(value) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= U32 else None
+
+
+class Tracker:
+    """Sessions and links as both sides name them (channels, handles), from the frames that pass."""
+
+    def __init__(self):
+        self.by_peer_channel: dict[int, SessionTrack] = {}
+        self.by_broker_channel: dict[int, SessionTrack] = {}
+
+    def peer_context(self, frame: Frame) -> tuple[SessionTrack | None, LinkTrack | None]:
+        s = self.by_peer_channel.get(frame.channel)
+        body = frame.body
+        handle = _uint(getattr(body, "handle", None))
+        return s, (s.by_peer_handle.get(handle) if s is not None and handle is not None else None)
+
+    def broker_context(self, frame: Frame) -> tuple[SessionTrack | None, LinkTrack | None]:
+        s = self.by_broker_channel.get(frame.channel)
+        handle = _uint(getattr(frame.body, "handle", None))
+        return s, (s.by_broker_handle.get(handle) if s is not None and handle is not None else None)
+
+    def observe_peer(self, frame: Frame) -> None:
+        """The peer's original frame (peer's numbering)."""
+        body = frame.body
+        if isinstance(body, Begin):
+            self.by_peer_channel[frame.channel] = SessionTrack(frame.channel)
+            return
+        s = self.by_peer_channel.get(frame.channel)
+        if s is None:
+            return
+        if isinstance(body, Attach):
+            handle = _uint(body.handle)
+            link = LinkTrack(str(body.name), peer_handle=handle, peer_is_receiver=bool(body.role))
+            s.by_name[link.name] = link
+            if handle is not None:
+                s.by_peer_handle[handle] = link
+        elif isinstance(body, Detach):
+            s.by_peer_handle.pop(_uint(body.handle), None)
+        elif isinstance(body, End):
+            self.by_peer_channel.pop(frame.channel, None)
+
+    def observe_broker(self, frame: Frame) -> None:
+        """The broker's original frame (broker's numbering)."""
+        body = frame.body
+        if isinstance(body, Begin):
+            s = self.by_peer_channel.get(_uint(body.remote_channel))
+            if s is not None:
+                s.broker_channel = frame.channel
+                s.broker_incoming_window = _uint(body.incoming_window)
+                self.by_broker_channel[frame.channel] = s
+            return
+        s = self.by_broker_channel.get(frame.channel)
+        if s is None:
+            return
+        if isinstance(body, Attach):
+            link = s.by_name.get(str(body.name))
+            handle = _uint(body.handle)
+            if link is None or handle is None:
+                return
+            link.broker_handle = handle
+            s.by_broker_handle[handle] = link
+            if link.peer_is_receiver:
+                link.initial_delivery_count = _uint(body.initial_delivery_count)
+                link.delivery_count = link.initial_delivery_count
+        elif isinstance(body, Transfer):
+            link = s.by_broker_handle.get(_uint(body.handle))
+            if link is not None and link.peer_is_receiver:
+                if not link.in_delivery and link.delivery_count is not None:
+                    link.delivery_count = serial_add(link.delivery_count, 1)
+                    if link.link_credit is not None:
+                        link.link_credit -= 1
+                link.in_delivery = bool(body.more) and not bool(body.aborted)
+        elif isinstance(body, Flow):
+            window = _uint(body.incoming_window)
+            if window is not None:
+                s.broker_incoming_window = window
+            link = s.by_broker_handle.get(_uint(body.handle))
+            if link is not None and link.peer_is_receiver:
+                if _uint(body.delivery_count) is not None:
+                    link.delivery_count = _uint(body.delivery_count)
+                if _uint(body.link_credit) is not None:
+                    link.link_credit = _uint(body.link_credit)
+        elif isinstance(body, Detach):
+            s.by_broker_handle.pop(_uint(body.handle), None)
+        elif isinstance(body, End):
+            self.by_broker_channel.pop(frame.channel, None)
+
+
+# -- the faults -------------------------------------------------------------------------------------------
+
+class Mutation:
+    """No fault: every frame forwarded unchanged (the proxy still decodes and re-encodes it)."""
+
+    name = "none"
+    requirement: str | None = None
+    summary = "no fault: every frame decoded and re-encoded unchanged"
+
+    def __init__(self):
+        self.track = Tracker()
+
+    def from_peer(self, frame: Frame) -> Out:
+        s, link = self.track.peer_context(frame)
+        out = self.peer_frame(frame, s, link)
+        self.track.observe_peer(frame)
+        return out
+
+    def from_broker(self, frame: Frame) -> Out:
+        s, link = self.track.broker_context(frame)
+        out = self.broker_frame(frame, s, link)
+        self.track.observe_broker(frame)
+        return out
+
+    # hooks: s / link are the session and link the frame belongs to (None when unknown), state before it
+    def peer_frame(self, frame: Frame, s: SessionTrack | None, link: LinkTrack | None) -> Out:
+        return Out(to_broker=[frame])
+
+    def broker_frame(self, frame: Frame, s: SessionTrack | None, link: LinkTrack | None) -> Out:
+        return Out(to_peer=[frame])
+
+
+def _with(frame: Frame, **changes) -> Frame:
+    """A copy of `frame` with body fields changed (the original is left alone)."""
+    return Frame(frame.channel, replace(frame.body, **changes), frame.payload, frame.frame_type)
+
+
+class CumulativeCredit(Mutation):
+    """The peer's link-credit is added to the credit the broker still has instead of replacing it: each
+    flow the peer sends on a receiving link reaches the broker as flow(delivery-count = the count the proxy
+    saw, link-credit = credit left + the peer's credit)."""
+
+    name = "cumulative-credit"
+    requirement = "2.6.7/credit-formula"
+    summary = "link-credit in the peer's flows added to the credit left, not set (proxy keeps the sum)"
+
+    def peer_frame(self, frame, s, link):
+        body = frame.body
+        if (isinstance(body, Flow) and link is not None and link.peer_is_receiver
+                and _uint(body.link_credit) is not None and link.delivery_count is not None):
+            left = max(link.link_credit or 0, 0)
+            total = min(left + int(body.link_credit), U32)
+            link.link_credit = total
+            return Out(to_broker=[_with(frame, delivery_count=link.delivery_count, link_credit=total)])
+        if isinstance(body, Flow) and link is not None and _uint(body.link_credit) is not None:
+            link.link_credit = int(body.link_credit)     # before the broker's attach: nothing to add to yet
+        return Out(to_broker=[frame])
+
+
+class DrainStripped(Mutation):
+    """The drain flag of the peer's flows never reaches the broker."""
+
+    name = "drain-stripped"
+    requirement = "2.6.7/drain-advance"
+    summary = "drain flag removed from the peer's flows"
+
+    def peer_frame(self, frame, s, link):
+        if isinstance(frame.body, Flow) and frame.body.drain:
+            return Out(to_broker=[_with(frame, drain=None)])
+        return Out(to_broker=[frame])
+
+
+class EchoStripped(Mutation):
+    """The echo flag of the peer's flows never reaches the broker, so its state is never sent back."""
+
+    name = "echo-stripped"
+    requirement = "2.7.4/echo"
+    summary = "echo flag removed from the peer's flows (SHOULD: shows as non-strict)"
+
+    def peer_frame(self, frame, s, link):
+        if isinstance(frame.body, Flow) and frame.body.echo:
+            return Out(to_broker=[_with(frame, echo=None)])
+        return Out(to_broker=[frame])
+
+
+class DeliveryCountShifted(Mutation):
+    """The broker's flows on links where it is the sender carry delivery-count + 1. Once the peer has seen
+    a shifted count, its own flows on that link are shifted back, so the broker keeps computing the credit
+    the peer meant (only the reported count is wrong)."""
+
+    name = "delivery-count-shifted"
+    requirement = "2.7.4/sender-delivery-count-set"
+    summary = "delivery-count in the broker's (sender's) flows shifted by +1; the peer's flows shifted back"
+    SHIFT = 1
+
+    def broker_frame(self, frame, s, link):
+        body = frame.body
+        if isinstance(body, Flow) and link is not None and link.peer_is_receiver and \
+                _uint(body.delivery_count) is not None:
+            link.data["shifted"] = True
+            return Out(to_peer=[_with(frame, delivery_count=serial_add(int(body.delivery_count), self.SHIFT))])
+        return Out(to_peer=[frame])
+
+    def peer_frame(self, frame, s, link):
+        body = frame.body
+        if isinstance(body, Flow) and link is not None and link.data.get("shifted") and \
+                _uint(body.delivery_count) is not None:
+            return Out(to_broker=[_with(frame, delivery_count=serial_add(int(body.delivery_count), -self.SHIFT))])
+        return Out(to_broker=[frame])
+
+
+class IncomingWindowRaised(Mutation):
+    """The peer's session incoming-window (in begin and flow) reaches the broker raised by RAISE, so a
+    broker that honours the window it was told still sends more transfer frames than the peer allowed."""
+
+    name = "incoming-window-raised"
+    requirement = "2.5.6/remote-incoming-window-decrement"
+    summary = "the peer's incoming-window in begin and flow raised by 10000"
+    RAISE = 10000
+
+    def peer_frame(self, frame, s, link):
+        body = frame.body
+        if isinstance(body, (Begin, Flow)) and _uint(body.incoming_window) is not None:
+            return Out(to_broker=[_with(frame, incoming_window=min(int(body.incoming_window) + self.RAISE, U32))])
+        return Out(to_broker=[frame])
+
+
+class AlarmDropsConnection(Mutation):
+    """When the broker closes its session incoming-window (a flow with incoming-window 0 after a non-zero
+    one: how RabbitMQ throttles publishers during a resource alarm), the proxy drops the connection instead
+    of forwarding the flow: throttling by a dropped connection rather than by flow control."""
+
+    name = "alarm-drops-connection"
+    requirement = "2.5.6/incoming-window"
+    summary = "a broker flow closing the incoming-window (alarm) replaced by a dropped connection"
+
+    def broker_frame(self, frame, s, link):
+        body = frame.body
+        if isinstance(body, Flow) and s is not None and _uint(body.incoming_window) == 0 \
+                and (s.broker_incoming_window or 0) > 0:
+            return Out(drop=True)
+        return Out(to_peer=[frame])
+
+
+class TransferBeyondCredit(Mutation):
+    """After the broker used the last credit of the peer's latest flow on a link, the proxy sends the peer
+    one more transfer: a copy of the message just delivered, with the next delivery-id and a new
+    delivery-tag. The same happens after a broker flow reporting link-credit 0 (drain answered, echo after
+    a stop) when a message was delivered on the link before. At most one extra delivery per flow the peer
+    sends, so the peer sees the sender exceed the delivery-limit.
+
+    Renumbering keeps both sides consistent: broker -> peer, later delivery-ids, next-outgoing-id and the
+    link's delivery-count are shifted by what was injected; peer -> broker, next-incoming-id and
+    delivery-count are shifted back, and dispositions lose the injected ids (ranges are split)."""
+
+    name = "transfer-beyond-credit"
+    requirement = "2.6.7/no-send-without-credit"
+    summary = "one extra transfer (a copy of the last message) injected once the delivery-limit is reached"
+
+    # session data: id_shift, frame_shift, injected_p (peer-view ids), dup_after_b (broker ids duplicated),
+    #               next_p (next peer-view delivery-id)
+    # link data:    count_shift, dc_p (peer-view delivery-count), limit_p, armed, current, last_message
+
+    @staticmethod
+    def _sdata(s: SessionTrack) -> dict:
+        d = s.data
+        if not d:
+            d.update(id_shift=0, frame_shift=0, injected_p=[], dup_after_b=[], next_p=None)
+        return d
+
+    @staticmethod
+    def _ldata(link: LinkTrack) -> dict:
+        d = link.data
+        if not d:
+            d.update(count_shift=0, dc_p=None, limit_p=None, pending_credit=None, armed=False, current=[],
+                     last_message=None, last_b=None)
+        return d
+
+    # -- broker -> peer ------------------------------------------------------------------------------------
+
+    def broker_frame(self, frame, s, link):
+        body = frame.body
+        if s is None:
+            return Out(to_peer=[frame])
+        sd = self._sdata(s)
+        if isinstance(body, Attach) and link is None:
+            named = s.by_name.get(str(body.name))
+            if named is not None and named.peer_is_receiver:
+                ld = self._ldata(named)
+                ld["dc_p"] = _uint(body.initial_delivery_count)
+                if ld["pending_credit"] is not None and ld["dc_p"] is not None:
+                    ld["limit_p"] = serial_add(ld["dc_p"], ld["pending_credit"])
+            return Out(to_peer=[frame])
+        if isinstance(body, Transfer):
+            changes = {}
+            b_id = _uint(body.delivery_id)
+            if b_id is not None:
+                p_id = serial_add(b_id, sd["id_shift"])
+                sd["next_p"] = serial_add(p_id, 1)
+                if sd["id_shift"]:
+                    changes["delivery_id"] = p_id
+            mapped = _with(frame, **changes) if changes else frame
+            out = Out(to_peer=[mapped])
+            if link is not None and link.peer_is_receiver:
+                ld = self._ldata(link)
+                if not link.in_delivery:
+                    ld["current"] = []
+                    ld["last_b"] = b_id
+                    if ld["dc_p"] is not None:
+                        ld["dc_p"] = serial_add(ld["dc_p"], 1)
+                ld["current"].append(frame)
+                done = not (bool(body.more) and not bool(body.aborted))
+                if done:
+                    ld["last_message"] = ld["current"]
+                    if ld["armed"] and ld["limit_p"] is not None and ld["dc_p"] is not None \
+                            and serial_diff(ld["limit_p"], ld["dc_p"]) >= 0:
+                        out.to_peer += self._inject(s, link)
+            return out
+        if isinstance(body, Flow):
+            changes = {}
+            if sd["frame_shift"] and _uint(body.next_outgoing_id) is not None:
+                changes["next_outgoing_id"] = serial_add(int(body.next_outgoing_id), sd["frame_shift"])
+            inject = []
+            if link is not None and link.peer_is_receiver:
+                ld = self._ldata(link)
+                if _uint(body.delivery_count) is not None:
+                    dc_p = serial_add(int(body.delivery_count), ld["count_shift"])
+                    ld["dc_p"] = dc_p
+                    if ld["count_shift"]:
+                        changes["delivery_count"] = dc_p
+                if _uint(body.link_credit) == 0 and ld["armed"] and ld["last_message"] and not link.in_delivery:
+                    inject = True
+            out = Out(to_peer=[_with(frame, **changes) if changes else frame])
+            if inject:
+                out.to_peer += self._inject(s, link)
+            return out
+        if isinstance(body, Disposition) and body.role is False:     # the broker settling its own deliveries
+            changes = {"first": self._b_to_p(sd, int(body.first))}
+            if _uint(body.last) is not None:
+                changes["last"] = self._b_to_p(sd, int(body.last))
+            return Out(to_peer=[_with(frame, **changes)] if sd["id_shift"] else [frame])
+        return Out(to_peer=[frame])
+
+    def _inject(self, s: SessionTrack, link: LinkTrack) -> list:
+        sd, ld = self._sdata(s), self._ldata(link)
+        if sd["next_p"] is None:
+            return []
+        p_id = sd["next_p"]
+        frames = []
+        for i, original in enumerate(ld["last_message"]):
+            changes = {"delivery_id": p_id if i == 0 or original.body.delivery_id is not None else None}
+            if i == 0:
+                tag = bytes(original.body.delivery_tag or b"")
+                changes["delivery_tag"] = (tag + b"\xfe") if len(tag) < 32 else tag[:31] + bytes([tag[31] ^ 0xFF])
+            frames.append(_with(original, **changes))
+        sd["injected_p"].append(p_id)
+        sd["dup_after_b"].append(ld["last_b"])
+        sd["id_shift"] += 1
+        sd["frame_shift"] += len(frames)
+        sd["next_p"] = serial_add(p_id, 1)
+        ld["count_shift"] += 1
+        if ld["dc_p"] is not None:
+            ld["dc_p"] = serial_add(ld["dc_p"], 1)
+        ld["armed"] = False
+        return frames
+
+    @staticmethod
+    def _b_to_p(sd: dict, b_id: int) -> int:
+        before = sum(1 for x in sd["dup_after_b"] if x is not None and serial_lt(x, b_id))
+        return serial_add(b_id, before)
+
+    # -- peer -> broker ------------------------------------------------------------------------------------
+
+    def peer_frame(self, frame, s, link):
+        body = frame.body
+        if s is None:
+            return Out(to_broker=[frame])
+        sd = self._sdata(s)
+        if isinstance(body, Flow):
+            changes = {}
+            if sd["frame_shift"] and _uint(body.next_incoming_id) is not None:
+                changes["next_incoming_id"] = serial_add(int(body.next_incoming_id), -sd["frame_shift"])
+            if link is not None and link.peer_is_receiver:
+                ld = self._ldata(link)
+                count = _uint(body.delivery_count)
+                credit = _uint(body.link_credit)
+                if credit is not None:
+                    base = count if count is not None else link.initial_delivery_count
+                    if base is None:
+                        ld["pending_credit"] = credit
+                    else:
+                        ld["limit_p"] = serial_add(base, credit)
+                    ld["armed"] = True
+                if count is not None and ld["count_shift"]:
+                    changes["delivery_count"] = serial_add(count, -ld["count_shift"])
+            return Out(to_broker=[_with(frame, **changes) if changes else frame])
+        if isinstance(body, Disposition) and body.role is True and sd["injected_p"]:
+            return Out(to_broker=self._map_disposition(frame, sd))
+        return Out(to_broker=[frame])
+
+    def _map_disposition(self, frame: Frame, sd: dict) -> list:
+        """Peer-view delivery-id range -> broker-view ranges without the injected ids."""
+        first = int(frame.body.first)
+        last = int(frame.body.last) if _uint(frame.body.last) is not None else first
+        span = serial_diff(first, last)
+        injected = set(sd["injected_p"])
+        runs: list[list[int]] = []
+        for i in range(max(span, 0) + 1):
+            p = serial_add(first, i)
+            if p in injected:
+                runs.append([])
+                continue
+            b = serial_add(p, -sum(1 for q in sd["injected_p"] if serial_lt(q, p)))
+            if not runs or not runs[-1]:
+                runs.append([b, b])
+            else:
+                runs[-1][1] = b
+        return [_with(frame, first=r[0], last=r[1] if r[1] != r[0] or frame.body.last is not None else None)
+                for r in runs if r]
+
+
+FAULTS: dict[str, type[Mutation]] = {cls.name: cls for cls in (
+    CumulativeCredit, DrainStripped, EchoStripped, DeliveryCountShifted, IncomingWindowRaised,
+    TransferBeyondCredit, AlarmDropsConnection,
+)}
+
+
+def mutation_for(name: str | None) -> type[Mutation]:
+    """The Mutation class for a fault name (None or "none": no fault). KeyError for an unknown name."""
+    if name in (None, "none"):
+        return Mutation
+    return FAULTS[name]

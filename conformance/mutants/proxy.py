@@ -1,0 +1,328 @@
+"""The mutant proxy's sockets and threads: a loopback AMQP 1.0 proxy between the scripted peer and a broker.
+
+This module owns the I/O: a listening socket on 127.0.0.1, one upstream connection per accepted client,
+a reader thread per direction and a writer thread per socket. Protocol headers and SASL frames pass
+through byte for byte (nothing is decoded before the AMQP protocol header; a TLS header switches the
+connection to a raw byte pipe). After the AMQP header every frame is decoded with our codec, handed to the
+connection's `Mutation` (conformance.mutants.faults, sans-IO) and re-encoded. A frame our codec cannot
+decode is forwarded as it came. Nothing the proxy sees is logged, so SASL credentials never leave it.
+"""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+from dataclasses import dataclass
+
+from ..wire import DecodeError, EncodeError, decode_frame, encode_frame
+from .faults import Mutation, mutation_for
+
+_CLOSE = object()   # writer: flush, then half-close (the other side ended its stream)
+_DROP = object()    # writer: flush, then drop (a fault dropped the connection: FIN to the peer, cut the broker)
+
+
+@dataclass
+class ProxyStats:
+    """Counters of one connection; `MutantProxy.stats` sums them over every connection."""
+
+    connections: int = 0
+    frames: int = 0            # AMQP frames decoded and handed to the mutation
+    identical: int = 0         # frames forwarded unchanged whose re-encoding equals the received bytes
+    reencoded_differently: int = 0   # unchanged frames whose re-encoding differs from the received bytes
+    passthrough: int = 0       # headers, SASL frames, heartbeats and undecodable frames forwarded verbatim
+    rewritten: int = 0         # frames the fault changed, added or removed
+    drops: int = 0
+    errors: int = 0            # a fault raised (a bug in the fault): the connection was cut
+
+
+class _Splitter:
+    """Splits one direction's byte stream into protocol headers, SASL frames (verbatim) and AMQP frames."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.offset = 0
+        self.mode = "preamble"      # -> "amqp" after the AMQP header, "raw" after a TLS header or bad framing
+
+    def feed(self, data: bytes) -> list:
+        """Items: ("raw", bytes) to forward verbatim, ("frame", raw bytes, offset) to decode."""
+        if self.mode == "raw":
+            return [("raw", bytes(data))] if data else []
+        self.buf += data
+        items = []
+        buf = self.buf
+        pos = 0
+        while len(buf) - pos >= 8:
+            if buf[pos:pos + 4] == b"AMQP":
+                header = bytes(buf[pos:pos + 8])
+                items.append(("raw", header))
+                pos += 8
+                if header[4] == 0:
+                    self.mode = "amqp"
+                elif header[4] == 2:
+                    self.mode = "raw"
+                    break
+                continue
+            size = int.from_bytes(buf[pos:pos + 4], "big")
+            if size < 8:
+                self.mode = "raw"
+                break
+            if len(buf) - pos < size:
+                break
+            raw = bytes(buf[pos:pos + size])
+            items.append(("frame" if self.mode == "amqp" else "raw", raw, self.offset + pos))
+            pos += size
+        if self.mode == "raw":
+            if pos < len(buf):
+                items.append(("raw", bytes(buf[pos:])))
+            pos = len(buf)
+        del buf[:pos]
+        self.offset += pos
+        return items
+
+
+class _Writer:
+    """One socket's outgoing bytes, written in order by its own thread (readers never block on a send)."""
+
+    def __init__(self, sock: socket.socket, on_drop, on_error):
+        self.sock = sock
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.on_drop = on_drop
+        self.on_error = on_error
+        self.thread = threading.Thread(target=self._run, name="mutant-proxy-writer", daemon=True)
+        self.thread.start()
+
+    def put(self, item) -> None:
+        self.queue.put(item)
+
+    def _run(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is _CLOSE:
+                _quietly(lambda: self.sock.shutdown(socket.SHUT_WR))
+                return
+            if item is _DROP:
+                self.on_drop()
+                return
+            try:
+                self.sock.sendall(item)
+            except OSError:
+                self.on_error()
+                return
+
+
+class _Connection:
+    """One proxied connection: peer socket, broker socket, the mutation between them."""
+
+    def __init__(self, proxy: "MutantProxy", peer_sock: socket.socket, broker_sock: socket.socket):
+        self.proxy = proxy
+        self.peer_sock = peer_sock
+        self.broker_sock = broker_sock
+        self.mutation: Mutation = proxy.mutation_class()
+        self.stats = ProxyStats(connections=1)
+        self.lock = threading.Lock()
+        self.dropped = False
+        # a dropped connection: the peer gets a clean end of stream (what a broker closing its socket gives;
+        # the proxy reads and discards whatever the peer still sends), the broker loses its socket at once
+        self.to_peer = _Writer(peer_sock, lambda: _quietly(lambda: peer_sock.shutdown(socket.SHUT_WR)), self.cut)
+        self.to_broker = _Writer(broker_sock, lambda: _close_hard(broker_sock), self.cut)
+        self.threads = [threading.Thread(target=self._pump, args=(peer_sock, True), daemon=True,
+                                         name="mutant-proxy-from-peer"),
+                        threading.Thread(target=self._pump, args=(broker_sock, False), daemon=True,
+                                         name="mutant-proxy-from-broker")]
+        for t in self.threads:
+            t.start()
+
+    def cut(self) -> None:
+        """Close both sockets at once (a socket error, or the proxy stopping)."""
+        self.dropped = True
+        for sock in (self.peer_sock, self.broker_sock):
+            _close_hard(sock)
+
+    def _pump(self, src: socket.socket, from_peer: bool) -> None:
+        splitter = _Splitter()
+        same = self.to_broker if from_peer else self.to_peer
+        other = self.to_peer if from_peer else self.to_broker
+        stats = self.stats
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                if self.dropped:
+                    _quietly(src.close)
+                else:
+                    same.put(_CLOSE)
+                return
+            forward: list[bytes] = []
+            back: list[bytes] = []
+            drop = False
+            with self.lock:
+                if self.dropped:
+                    if from_peer:
+                        continue      # discarded until the peer closes its end
+                    return
+                for item in splitter.feed(data):
+                    if item[0] == "raw":
+                        forward.append(item[1])
+                        stats.passthrough += 1
+                        continue
+                    raw = item[1]
+                    try:
+                        frame = decode_frame(raw, item[2])
+                    except DecodeError:
+                        forward.append(raw)
+                        stats.passthrough += 1
+                        continue
+                    if frame.body is None:          # heartbeat
+                        forward.append(raw)
+                        stats.passthrough += 1
+                        continue
+                    stats.frames += 1
+                    try:
+                        out = self.mutation.from_peer(frame) if from_peer else self.mutation.from_broker(frame)
+                    except Exception as exc:      # a bug in a fault: never forward a half-rewritten stream
+                        stats.errors += 1
+                        self.proxy.last_error = f"{type(exc).__name__}: {exc}"
+                        self.cut()
+                        return
+                    ahead, behind = (out.to_broker, out.to_peer) if from_peer else (out.to_peer, out.to_broker)
+                    if out.drop:
+                        stats.drops += 1
+                        drop = True
+                        break
+                    if len(ahead) != 1 or ahead[0] is not frame or behind:
+                        stats.rewritten += 1
+                    for f in ahead:
+                        forward.append(self._encode(f, raw if f is frame else None))
+                    for f in behind:
+                        back.append(self._encode(f, None))
+                if drop:
+                    self.dropped = True
+                if forward:
+                    same.put(b"".join(forward))
+                if back:
+                    other.put(b"".join(back))
+                if drop:
+                    same.put(_DROP)
+                    other.put(_DROP)
+                    if not from_peer:
+                        return
+
+    def _encode(self, frame, received: bytes | None) -> bytes:
+        stats = self.stats
+        try:
+            data = encode_frame(frame.body, frame.channel, frame.payload, frame.frame_type, validate=False)
+        except EncodeError:
+            if received is None:
+                raise
+            stats.passthrough += 1
+            return received
+        if received is not None:
+            if data == received:
+                stats.identical += 1
+            else:
+                stats.reencoded_differently += 1
+        return data
+
+    def close(self) -> None:
+        self.cut()
+        for w in (self.to_peer, self.to_broker):
+            w.put(_CLOSE)
+
+
+class MutantProxy:
+    """`with MutantProxy("127.0.0.1", 5672, fault="drain-stripped") as proxy: ... proxy.port ...`
+
+    Listens on 127.0.0.1 (a free port unless given); each accepted connection gets its own upstream
+    connection to (host, port) and a fresh Mutation of the fault (None / "none": transparent)."""
+
+    def __init__(self, host: str, port: int, fault: str | None = None, *, listen_port: int = 0,
+                 connect_timeout: float = 5.0):
+        self.upstream = (host, port)
+        self.fault = fault or "none"
+        self.mutation_class = mutation_for(fault)
+        self.listen_port = listen_port
+        self.connect_timeout = connect_timeout
+        self.connections: list[_Connection] = []
+        self._finished: list[_Connection] = []
+        self._listener: socket.socket | None = None
+        self._accepter: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self.port = 0
+        self.last_error: str | None = None     # what the last failing fault raised (no frame content)
+
+    def start(self) -> "MutantProxy":
+        self._listener = socket.create_server(("127.0.0.1", self.listen_port))
+        self.port = self._listener.getsockname()[1]
+        self._accepter = threading.Thread(target=self._accept_loop, name="mutant-proxy-accept", daemon=True)
+        self._accepter.start()
+        return self
+
+    def _accept_loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            if self._stopping.is_set():
+                _quietly(client.close)
+                return
+            try:
+                upstream = socket.create_connection(self.upstream, timeout=self.connect_timeout)
+            except OSError:
+                _quietly(client.close)        # the peer sees the refusal as a closed connection
+                continue
+            for sock in (client, upstream):
+                sock.settimeout(None)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            with self._lock:
+                self.connections.append(_Connection(self, client, upstream))
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._listener is not None:
+            _quietly(lambda: self._listener.shutdown(socket.SHUT_RDWR))
+            _quietly(self._listener.close)
+        with self._lock:
+            conns, self.connections = self.connections, []
+            self._finished += conns
+        for c in conns:
+            c.close()
+        if self._accepter is not None:
+            self._accepter.join(timeout=2.0)     # bounded: the listener is closed, accept returns at once
+
+    def __enter__(self) -> "MutantProxy":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def stats(self) -> ProxyStats:
+        """Counters summed over every connection so far."""
+        total = ProxyStats()
+        with self._lock:
+            conns = self._finished + self.connections
+        for c in conns:
+            for name in ProxyStats.__dataclass_fields__:
+                setattr(total, name, getattr(total, name) + getattr(c.stats, name))
+        return total
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+
+def _close_hard(sock: socket.socket) -> None:
+    _quietly(lambda: sock.shutdown(socket.SHUT_RDWR))
+    _quietly(sock.close)
+
+
+def _quietly(step) -> None:
+    try:
+        step()
+    except OSError:
+        pass
