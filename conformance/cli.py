@@ -59,6 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:
         pass
     try:
+        from .history.cli import register as register_history
+        register_history(sub)
+    except ImportError:
+        pass
+    try:
         from .brokers.cli import register as register_brokers
         register_brokers(sub)
     except ImportError:

@@ -57,6 +57,7 @@ class RunDirectory:
         self.results_file = self.path / "results.jsonl"
         self.meta_file = self.path / "run.json"
         self._lock = FileLock(str(self.path / ".lock"), timeout=30)
+        self._run_id: str | None = None
 
     @classmethod
     def create(cls, reports_dir: Path | None = None, run_id: str | None = None, **metadata: Any) -> "RunDirectory":
@@ -78,6 +79,16 @@ class RunDirectory:
                 }
                 _atomic_write_json(run.meta_file, meta)
         return run
+
+    @property
+    def run_id(self) -> str:
+        """The run's id (from run.json; the directory name when run.json is unreadable)."""
+        if self._run_id is None:
+            try:
+                self._run_id = self.read_meta().get("run_id") or self.path.name
+            except BadResults:
+                self._run_id = self.path.name
+        return self._run_id
 
     def update_meta(self, **changes: Any) -> None:
         with self._lock:
@@ -105,7 +116,8 @@ class RunDirectory:
             _atomic_write_json(self.path / "transcripts" / f"{stem}.json", result.transcripts)
         if result.ladders:
             (self.path / "transcripts" / f"{stem}.txt").write_text("\n\n".join(result.ladders), "utf-8")
-        line = json.dumps(result.to_record(), sort_keys=True, default=str) + "\n"
+        record = {"run_id": self.run_id, **result.to_record()}
+        line = json.dumps(record, sort_keys=True, default=str) + "\n"
         with self._lock:
             with open(self.results_file, "a", encoding="utf-8") as fh:
                 fh.write(line)

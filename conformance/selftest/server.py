@@ -26,8 +26,8 @@ class ReferenceBroker:
 
     # -- lifecycle ---------------------------------------------------------------------------------------
 
-    def start(self) -> "ReferenceBroker":
-        self._listener = socket.create_server(("127.0.0.1", 0))
+    def start(self, port: int = 0) -> "ReferenceBroker":
+        self._listener = socket.create_server(("127.0.0.1", port))
         self._listener.settimeout(0.2)
         self.port = self._listener.getsockname()[1]
         t = threading.Thread(target=self._accept_loop, name="reference-broker-accept", daemon=True)

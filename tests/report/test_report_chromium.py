@@ -77,16 +77,36 @@ def browser(tmp_path_factory):
     return Browser(tmp_path_factory.mktemp("chromium"))
 
 
-@pytest.fixture(scope="module")
-def model():
-    return example_model()
+@pytest.fixture(scope="module", params=["example-model", "report-command"])
+def report(request, tmp_path_factory):
+    """(model, report.html): the example model rendered directly, and the page `amqp-conformance report` wrote
+    from real runs against three reference brokers (through Spark)."""
+    if request.param == "example-model":
+        model = example_model()
+        path = tmp_path_factory.mktemp("report") / "report.html"
+        path.write_text(render_html(model), "utf-8")
+        return model, path
+    import shutil
+    from conformance.cli import main
+    reports = tmp_path_factory.mktemp("reports")
+    shutil.copytree(request.getfixturevalue("reference_reports"), reports, dirs_exist_ok=True)
+    assert main(["report", "--reports-dir", str(reports)]) == 0
+    return json.loads((reports / "report" / "report.json").read_text()), reports / "report" / "report.html"
 
 
 @pytest.fixture(scope="module")
-def report_url(tmp_path_factory, model):
-    path = tmp_path_factory.mktemp("report") / "report.html"
-    path.write_text(render_html(model), "utf-8")
-    return path.as_uri()
+def model(report):
+    return report[0]
+
+
+@pytest.fixture(scope="module")
+def report_url(report):
+    return report[1].as_uri()
+
+
+def window_height(model) -> int:
+    """Tall enough for the whole matrix."""
+    return max(2000, 800 + 75 * len(model["requirements"]))
 
 
 def test_network_is_really_cut_and_seen(browser, tmp_path):
@@ -114,10 +134,11 @@ def test_dom_has_the_matrix(browser, report_url, model):
 
 def test_screenshot_shows_the_matrix_offline(browser, report_url, model, tmp_path):
     shot = tmp_path / "report.png"
-    _, requests = browser.run(report_url, f"--screenshot={shot}", "--window-size=1400,2000")
+    height = window_height(model)
+    _, requests = browser.run(report_url, f"--screenshot={shot}", f"--window-size=1400,{height}")
     assert requests == []
     image = decode_png(shot.read_bytes())
-    assert (image.width, image.height) == (1400, 2000)
+    assert (image.width, image.height) == (1400, height)
 
     # not blank: the dark title bar is drawn and a good part of the page is not white
     assert image.pixel(5, 5) == rgb("#24292f")

@@ -1,0 +1,1 @@
+"""The results history and its analysis on Spark: ingest, report model, diff, bisect."""

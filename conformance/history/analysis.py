@@ -1,0 +1,222 @@
+"""The analysis of the history: from Parquet records to the report model (conformance.report.model).
+
+Spark does the work that scales with the number of records: one aggregation per (case, broker@version) with
+the latest verdict, counts per verdict and durations; one for runs per broker@version; one for duration trends
+by day. Everything after that (requirement cells, scores, changes between versions, flaky cases) works on
+those aggregates, which are as small as cases x brokers x versions, in plain Python.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections import defaultdict
+
+from .. import __version__, catalogue
+from .store import VERDICTS, History
+
+JUDGED = ("pass", "fail", "non-strict")
+# worst first, for the verdict of a requirement tested by several cases
+REQUIREMENT_SEVERITY = {"fail": 5, "non-strict": 4, "error": 3, "unsupported": 2, "informational": 1, "pass": 0}
+TREND_DAYS = 30
+
+
+def version_key(version: str) -> tuple:
+    """Natural order of version strings: 3.10.8 < 4.0.5, 0.9 < 0.10; text parts sort after numbers."""
+    parts = re.split(r"[.\-+_]", version or "")
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
+
+
+def classify_change(before: str, after: str) -> str:
+    """regression (got worse on a judged verdict), fix (got better), or change (anything else)."""
+    good = ("pass", "informational")
+    if (before in good and after in ("fail", "non-strict")) or (before == "non-strict" and after == "fail"):
+        return "regression"
+    if (before in ("fail", "non-strict") and after in good) or (before == "fail" and after == "non-strict"):
+        return "fix"
+    return "change"
+
+
+def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str, dict], dict]:
+    """Spark's part: (per case and broker@version aggregates, per broker@version facts, duration trends).
+
+    Level 1 reduces the records to one row per (case, broker, version, run), reading only narrow columns;
+    levels 2 work on that. The reasons and other text of the latest records are fetched last, for those
+    records only."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    counts = [F.sum(F.when(F.col("verdict") == v, 1).otherwise(0)).alias(f"n_{v}") for v in VERDICTS]
+    per_run = (records_df
+               .groupBy("case_id", "broker", "broker_version", "run_id")
+               .agg(F.count(F.lit(1)).alias("records"), *counts, F.sum("duration_s").alias("sum_s"),
+                    F.min("duration_s").alias("min_s"), F.max("duration_s").alias("max_s"),
+                    F.max("started_at").alias("last_at"),
+                    F.max_by(F.struct("verdict", "duration_s"), "started_at").alias("last"),
+                    F.first("broker_product", True).alias("product"))
+               .localCheckpoint())
+    latest = F.max_by(F.struct("run_id", "last"), "last_at")
+    case_rows = (per_run.groupBy("case_id", "broker", "broker_version")
+                 .agg(latest.alias("latest"), F.sum("records").alias("records"),
+                      *[F.sum(f"n_{v}").alias(f"n_{v}") for v in VERDICTS], F.sum("sum_s").alias("sum_s"),
+                      F.min("min_s").alias("min_s"), F.max("max_s").alias("max_s")).collect())
+    column_rows = (per_run.groupBy("broker", "broker_version")
+                   .agg(F.countDistinct("run_id").alias("runs"), F.max_by("run_id", "last_at").alias("last_run_id"),
+                        F.max("last_at").alias("last_run_at"), F.first("product", True).alias("product")).collect())
+    daily = (per_run.withColumn("day", F.substring("last_at", 1, 10))
+             .groupBy("case_id", "broker", "broker_version", "day")
+             .agg((F.sum("sum_s") / F.sum("records")).alias("mean_s")))
+    recent = Window.partitionBy("case_id", "broker", "broker_version").orderBy(F.col("day").desc())
+    trend_rows = daily.withColumn("rank", F.row_number().over(recent)).where(F.col("rank") <= days).collect()
+
+    latest_keys = {(r["case_id"], r["broker"], r["latest"]["run_id"]) for r in case_rows}
+    run_ids = sorted({k[2] for k in latest_keys})
+    details = {}
+    if run_ids:
+        for r in (records_df.where(F.col("run_id").isin(run_ids))
+                  .select("run_id", "case_id", "broker", "reason", "violated", "section", "level", "requirement_ids",
+                          "started_at").collect()):
+            key = (r["case_id"], r["broker"], r["run_id"])
+            if key in latest_keys and (key not in details or r["started_at"] >= details[key]["started_at"]):
+                details[key] = r.asDict()
+
+    aggregates = []
+    for r in case_rows:
+        run_id = r["latest"]["run_id"]
+        last = r["latest"]["last"]
+        d = details.get((r["case_id"], r["broker"], run_id), {})
+        aggregates.append({
+            "case_id": r["case_id"], "broker": r["broker"], "version": r["broker_version"],
+            "column": f"{r['broker']}@{r['broker_version']}", "verdict": last["verdict"],
+            "reason": d.get("reason") or "", "violated": d.get("violated"), "run_id": run_id,
+            "duration_s": last["duration_s"] or 0.0, "section": d.get("section"), "level": d.get("level"),
+            "requirement_ids": list(d.get("requirement_ids") or []), "records": r["records"],
+            "verdict_counts": {v: r[f"n_{v}"] for v in VERDICTS if r[f"n_{v}"]},
+            "mean_s": (r["sum_s"] or 0.0) / r["records"], "min_s": r["min_s"] or 0.0, "max_s": r["max_s"] or 0.0,
+        })
+    columns_info = {f"{r['broker']}@{r['broker_version']}": {
+        "broker": r["broker"], "version": r["broker_version"], "product": r["product"], "runs": r["runs"],
+        "last_run_id": r["last_run_id"], "last_run_at": r["last_run_at"]} for r in column_rows}
+    trends: dict[tuple[str, str], list] = defaultdict(list)
+    for r in trend_rows:
+        trends[(r["case_id"], f"{r['broker']}@{r['broker_version']}")].append([r["day"], round(r["mean_s"], 4)])
+    for points in trends.values():
+        points.sort()
+    return aggregates, columns_info, trends
+
+
+def build_model(spark, history: History, ladders: bool = True) -> dict:
+    """The report model (schema in conformance.report.model) of everything in `history`."""
+    aggregates, columns_info, trends = aggregate(history.records(spark))
+    total_records = sum(a["records"] for a in aggregates)
+    return model_from_aggregates(aggregates, columns_info, trends, history_runs=len(history.runs()),
+                                 total_records=total_records,
+                                 ladders=history.ladders({(a["run_id"], a["case_id"], a["broker"])
+                                                          for a in aggregates}) if ladders else {})
+
+
+def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict], trends: dict, *,
+                          history_runs: int, total_records: int, ladders: dict) -> dict:
+    from ..cases import load_all
+    requirements = catalogue.load()
+    known_cases = load_all()
+
+    columns = sorted(columns_info, key=lambda key: (columns_info[key]["broker"],
+                                                    version_key(columns_info[key]["version"])))
+    cases: dict[str, dict] = {}
+    for cid, spec in known_cases.items():
+        cases[cid] = {"id": cid, "title": spec.title, "section": spec.section, "level": spec.level,
+                      "requirement_ids": list(spec.requirements)}
+    for a in aggregates:   # cases that ran once but are no longer in this suite version keep their record
+        cases.setdefault(a["case_id"], {"id": a["case_id"], "title": a["case_id"], "section": a["section"],
+                                        "level": a["level"], "requirement_ids": a["requirement_ids"]})
+
+    cells = []
+    for a in sorted(aggregates, key=lambda a: (a["case_id"], a["column"])):
+        cells.append({"case_id": a["case_id"], "column": a["column"], "verdict": a["verdict"], "reason": a["reason"],
+                      "run_id": a["run_id"], "duration_s": round(a["duration_s"], 4),
+                      "ladder": ladders.get((a["run_id"], a["case_id"], a["broker"])), "violated": a["violated"],
+                      "verdict_counts": a["verdict_counts"], "flaky": len(a["verdict_counts"]) > 1})
+
+    cases_of_requirement: dict[str, list[str]] = defaultdict(list)
+    for case in cases.values():
+        for rid in case["requirement_ids"]:
+            cases_of_requirement[rid].append(case["id"])
+    verdict_at = {(c["case_id"], c["column"]): c["verdict"] for c in cells}
+    requirement_cells = []
+    for rid in list(requirements) + sorted(set(cases_of_requirement) - set(requirements)):
+        for column in columns:
+            seen = [(verdict_at[cid, column], cid) for cid in cases_of_requirement.get(rid, [])
+                    if (cid, column) in verdict_at]
+            if not seen:
+                continue
+            worst = max(seen, key=lambda vc: REQUIREMENT_SEVERITY.get(vc[0], 0))[0]
+            requirement_cells.append({"requirement_id": rid, "column": column, "verdict": worst,
+                                      "case_ids": [cid for _, cid in seen]})
+
+    def score_rows(group_of) -> list[dict]:
+        tally: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
+        for rc in requirement_cells:
+            if rc["verdict"] not in JUDGED:
+                continue
+            key = (rc["column"], group_of(rc["requirement_id"]))
+            tally[key][1] += 1
+            tally[key][0] += rc["verdict"] == "pass"
+        return [{"column": col, "group": group, "passed": p, "judged": j, "score": round(p / j, 4) if j else 0.0}
+                for (col, group), (p, j) in sorted(tally.items(), key=lambda kv: (columns.index(kv[0][0]), kv[0][1]))]
+
+    def section_of(rid: str) -> str:
+        return requirements[rid].section if rid in requirements else rid.split("/")[0]
+
+    def level_of(rid: str) -> str:
+        return requirements[rid].level if rid in requirements else "unknown"
+
+    overall = [{k: v for k, v in row.items() if k != "group"} for row in score_rows(lambda rid: "")]
+    by_section = [{"column": r["column"], "section": r["group"], "passed": r["passed"], "judged": r["judged"],
+                   "score": r["score"]} for r in score_rows(section_of)]
+    by_level = [{"column": r["column"], "level": r["group"], "passed": r["passed"], "judged": r["judged"],
+                 "score": r["score"]} for r in score_rows(level_of)]
+
+    changes = []
+    by_broker: dict[str, list[str]] = defaultdict(list)
+    for column in columns:
+        by_broker[columns_info[column]["broker"]].append(column)
+    for broker, cols in by_broker.items():
+        for before, after in zip(cols, cols[1:]):
+            for cid in cases:
+                if (cid, before) in verdict_at and (cid, after) in verdict_at:
+                    old, new = verdict_at[cid, before], verdict_at[cid, after]
+                    if old != new:
+                        changes.append({"case_id": cid, "broker": broker, "from_column": before, "to_column": after,
+                                        "from_verdict": old, "to_verdict": new, "kind": classify_change(old, new)})
+
+    flaky = [{"case_id": c["case_id"], "column": c["column"], "verdict_counts": c["verdict_counts"]}
+             for c in cells if c["flaky"]]
+    durations = [{"case_id": a["case_id"], "column": a["column"], "runs": a["records"],
+                  "mean_s": round(a["mean_s"], 4), "min_s": round(a["min_s"], 4), "max_s": round(a["max_s"], 4),
+                  "last_s": round(a["duration_s"], 4), "series": trends.get((a["case_id"], a["column"]), [])}
+                 for a in sorted(aggregates, key=lambda a: (a["case_id"], a["column"]))]
+
+    return {
+        "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "suite_version": __version__,
+        "history": {"runs": history_runs, "records": total_records},
+        "columns": [{"key": key, **columns_info[key]} for key in columns],
+        "requirements": [{"id": r.id, "section": r.section, "part": r.part, "level": r.level, "text": r.text,
+                          "cases": cases_of_requirement.get(r.id, [])} for r in requirements.values()],
+        "cases": sorted(cases.values(), key=lambda c: _case_order(c["id"])),
+        "cells": cells,
+        "requirement_cells": requirement_cells,
+        "scores": {"overall": overall, "by_section": by_section, "by_level": by_level},
+        "changes": changes,
+        "flaky": flaky,
+        "durations": durations,
+    }
+
+
+def _case_order(case_id: str) -> tuple:
+    from ..cases import case_sort_key
+    try:
+        return (0, case_sort_key(case_id))
+    except (ValueError, IndexError):
+        return (1, case_id)

@@ -1,0 +1,281 @@
+"""`amqp-conformance report | diff | bisect | bisect-run`: the commands over results and their history.
+
+This module owns their arguments, progress lines and exit codes; the work is in store (ingest), analysis
+(report model), conformance.report (rendering), diff and bisect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..errors import EXIT_MUST_FAILED, EXIT_OK, ConformanceError, UsageError
+from ..results import DEFAULT_REPORTS_DIR
+
+
+def _spark_options(p) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--spark-master", default=None, metavar="URL",
+                   help="run on this Spark master (spark://host:port; default: local Spark, local[2])")
+    g.add_argument("--spark-remote", default=None, metavar="sc://HOST:PORT", help="use this Spark Connect server")
+
+
+def _history_options(p) -> None:
+    p.add_argument("--reports-dir", default=str(DEFAULT_REPORTS_DIR), help="where runs are (default reports/)")
+    p.add_argument("--history", default=None, help="history directory (default <reports-dir>/history)")
+    _spark_options(p)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="ingest runs into the history (Spark) and write the HTML/Markdown/JSON report")
+    p.add_argument("runs", nargs="*", metavar="RUN_DIR",
+                   help="run directories or directories holding them (default: every run under <reports-dir>/runs)")
+    p.add_argument("--out", default=None, help="report directory (default <reports-dir>/report)")
+    p.add_argument("--no-ingest", action="store_true", help="report on the history as it is")
+    p.add_argument("--allure", action="store_true", help="also build the Allure 3 HTML report of the runs")
+    _history_options(p)
+    p.set_defaults(func=cmd_report)
+
+    d = sub.add_parser("diff", help="regressions and fixes between two runs or two broker versions (exit 1 if any "
+                                    "case regressed)")
+    d.add_argument("a", metavar="A", help="run directory, run id, or broker@version (from the history)")
+    d.add_argument("b", metavar="B")
+    d.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    _history_options(d)
+    d.set_defaults(func=cmd_diff)
+
+    b = sub.add_parser("bisect", help="first build of an ordered series where a case stops passing")
+    b.add_argument("case", metavar="CASE", help="case id, e.g. 2.6.8/2")
+    b.add_argument("--build", action="append", default=[], metavar="NAME|URL",
+                   help="a build, in order, oldest first (managed broker name or URL); repeatable")
+    b.add_argument("--builds", default=None, metavar="FILE.toml",
+                   help="builds from a file: [[build]] label, broker | url | command (+ url), profile")
+    b.add_argument("--no-history", action="store_true", help="run every point the search needs")
+    _history_options(b)
+    b.set_defaults(func=cmd_bisect)
+
+    g = sub.add_parser("bisect-run", help="one `git bisect run` step: build, start, run a case; exit 0 good, "
+                                          "1 bad, 125 cannot test")
+    g.add_argument("case", metavar="CASE")
+    g.add_argument("--start", default=None, metavar="CMD", help="command that starts the broker ({port} filled in)")
+    g.add_argument("--url", default=None, help="where the started broker listens (amqp://host:{port})")
+    g.add_argument("--broker", default=None, metavar="NAME|URL", help="instead of --start: a managed broker or URL")
+    g.add_argument("--build-cmd", default=None, metavar="CMD", help="run first (in the current directory); "
+                                                                   "failure -> 125")
+    g.add_argument("--profile", default=None)
+    g.add_argument("--label", default=None, help="name of this build in results (default: git describe)")
+    g.add_argument("--ready-timeout", type=float, default=60.0)
+    g.add_argument("--reports-dir", default=str(DEFAULT_REPORTS_DIR))
+    g.set_defaults(func=cmd_bisect_run)
+
+
+def _say(message: str) -> None:
+    print(f"[amqp-conformance] {message}", flush=True)
+
+
+def _history(args):
+    from .store import History
+    reports = Path(args.reports_dir)
+    return History(Path(args.history) if args.history else reports / "history")
+
+
+def _spark(args):
+    from .spark import SparkTarget, session
+    t0 = time.monotonic()
+    target = SparkTarget(master=args.spark_master, remote=args.spark_remote)
+    _say(f"starting Spark ({target.label})")
+    spark = session(target, log_file=Path(args.reports_dir) / "spark.log")
+    _say(f"Spark ready in {time.monotonic() - t0:.1f} s")
+    return spark
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
+    tmp.write_text(text, "utf-8")
+    os.replace(tmp, path)
+
+
+def cmd_report(args) -> int:
+    from ..report import render_html, render_markdown, validate_model
+    from .analysis import build_model
+    from .store import find_run_dirs
+    reports = Path(args.reports_dir)
+    history = _history(args)
+    out = Path(args.out) if args.out else reports / "report"
+    run_dirs: list[Path] = []
+    if not args.no_ingest:
+        sources = [Path(r) for r in args.runs] or [reports]
+        run_dirs = find_run_dirs(sources)           # BadResults before Spark starts
+    spark = _spark(args)
+    t0 = time.monotonic()
+    if run_dirs:
+        history.ingest(spark, run_dirs, progress=_say)
+    t1 = time.monotonic()
+    _say("analysing the history")
+    model = build_model(spark, history)
+    validate_model(model)
+    out.mkdir(parents=True, exist_ok=True)
+    markdown = render_markdown(model)
+    _atomic_write(out / "report.json", json.dumps(model, indent=1, sort_keys=True, default=str))
+    _atomic_write(out / "report.html", render_html(model))
+    _atomic_write(out / "report.md", markdown)
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        with open(summary_file, "a", encoding="utf-8") as fh:
+            fh.write(markdown + "\n")
+    _say(f"ingest {t1 - t0:.1f} s, analysis {time.monotonic() - t1:.1f} s; "
+         f"{model['history']['runs']} runs, {model['history']['records']} records, {len(model['columns'])} "
+         f"broker versions")
+    if args.allure:
+        build_allure(run_dirs or find_run_dirs([reports]), out / "allure")
+    print(f"report: {out / 'report.html'}\nsummary: {out / 'report.md'}\ndata: {out / 'report.json'}")
+    return EXIT_OK
+
+
+def allure_command() -> list[str] | None:
+    """The Allure 3 command line (npm package `allure`), if installed."""
+    from ..brokers.managed import cache_dir
+    for candidate in (Path(cache_dir()) / "node" / "node_modules" / ".bin" / "allure",
+                      Path.cwd() / "node_modules" / ".bin" / "allure"):
+        if candidate.exists():
+            return [str(candidate)]
+    found = shutil.which("allure")
+    return [found] if found else None
+
+
+def build_allure(run_dirs: list[Path], out: Path) -> None:
+    command = allure_command()
+    if command is None:
+        raise UsageError("Allure 3 is not installed; run ./dev setup (it installs the npm package `allure`) or "
+                         "npm install -g allure")
+    results = [str(d / "allure-results") for d in run_dirs if (d / "allure-results").is_dir()]
+    if not results:
+        raise UsageError("none of the runs has allure-results; run the suite with amqp-conformance run first")
+    merged = out.parent / ".allure-results"
+    shutil.rmtree(merged, ignore_errors=True)
+    merged.mkdir(parents=True)
+    for r in results:
+        for f in Path(r).iterdir():
+            shutil.copy2(f, merged / f.name)
+    shutil.rmtree(out, ignore_errors=True)
+    proc = subprocess.run([*command, "generate", str(merged), "--output", str(out)], capture_output=True,
+                          text=True, timeout=300)
+    shutil.rmtree(merged, ignore_errors=True)
+    if proc.returncode != 0 or not (out / "index.html").exists():
+        last = (proc.stderr or proc.stdout).strip().splitlines()
+        raise ConformanceError(f"allure generate failed ({last[-1] if last else proc.returncode}); see "
+                               "`allure generate --help`", exit_code=2)
+    _say(f"Allure report: {out / 'index.html'}")
+
+
+def cmd_diff(args) -> int:
+    from .diff import compare, format_diff, is_column, side_from_history, side_from_run
+    reports = Path(args.reports_dir)
+    sides = []
+    spark = None
+    for spec in (args.a, args.b):
+        if is_column(spec):
+            if spark is None:
+                spark = _spark(args)
+            sides.append(side_from_history(spec, spark, _history(args)))
+        else:
+            sides.append(side_from_run(spec, reports))
+    result = compare(*sides)
+    if args.json:
+        print(json.dumps({"a": result.a, "b": result.b, "changes": result.rows, "only_a": result.only_a,
+                          "only_b": result.only_b, "regressed": result.regressed}, indent=1))
+    else:
+        print(format_diff(result))
+    return EXIT_MUST_FAILED if result.regressed else EXIT_OK
+
+
+def cmd_bisect(args) -> int:
+    from .bisect import BAD, build_from_arg, load_builds, outcome_of, run_case_on, search
+    from ..cases import select
+    select([args.case])                                    # exit 3 for an unknown case
+    if args.builds and args.build:
+        raise UsageError("give builds either with --build (repeatable) or --builds FILE, not both")
+    builds = load_builds(Path(args.builds)) if args.builds else [build_from_arg(b) for b in args.build]
+    if len(builds) < 2:
+        raise UsageError("bisect needs at least two builds, oldest first")
+    known: dict[str, tuple[str, str]] = {}
+    history = _history(args)
+    if not args.no_history and history.batch_dirs():
+        from pyspark.sql import functions as F
+        spark = _spark(args)
+        labels = [b.label for b in builds]
+        rows = (history.records(spark).where((F.col("case_id") == args.case) & F.col("broker").isin(labels))
+                .groupBy("broker").agg(F.max_by(F.struct("verdict", "reason"), "started_at").alias("last")).collect())
+        known = {r["broker"]: (r["last"]["verdict"], r["last"]["reason"] or "") for r in rows}
+        _say(f"the history knows {len(known)} of {len(builds)} builds for {args.case}")
+    reasons: dict[int, str] = {}
+
+    def probe(i: int):
+        build = builds[i]
+        if build.label in known and outcome_of(known[build.label][0]) != "skip":
+            verdict, reason = known[build.label]
+            reasons[i] = f"{verdict} (history): {reason}"
+            _say(f"[{i + 1}/{len(builds)}] {build.label}: {verdict} (from the history)")
+            return outcome_of(verdict), "history"
+        _say(f"[{i + 1}/{len(builds)}] {build.label}: running {args.case}")
+        record = run_case_on(build, args.case, Path(args.reports_dir))
+        reasons[i] = f"{record['verdict']} (run {record['run_id']}): {record['reason']}"
+        _say(f"[{i + 1}/{len(builds)}] {build.label}: {record['verdict']} - {record['reason'][:100]}")
+        return outcome_of(record["verdict"]), "run"
+
+    result = search(len(builds), probe)
+    print(f"\nbisect {args.case} over {len(builds)} builds:")
+    for step in sorted(result.steps, key=lambda s: s.index):
+        print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {step.outcome:<5} {reasons[step.index][:100]}")
+    ran = sum(1 for s in result.steps if s.source == "run")
+    if result.first_bad is not None and result.steps and any(s.outcome == BAD for s in result.steps):
+        print(f"first failing build: {builds[result.first_bad].label}"
+              + (f" ({result.note})" if result.note else "") + f"; {ran} run(s), "
+              f"{len(result.steps) - ran} from the history")
+        return EXIT_OK
+    print(f"no failing build found: {result.note}; {ran} run(s)")
+    return EXIT_MUST_FAILED
+
+
+def cmd_bisect_run(args) -> int:
+    """Exit codes follow `git bisect run`: 0 good, 1 bad, 125 cannot test (never another code)."""
+    from .bisect import BISECT_BAD, BISECT_GOOD, BISECT_SKIP, GOOD, BAD, Build, build_from_arg, outcome_of, \
+        run_case_on
+    from ..cases import select
+    try:
+        select([args.case])
+        if args.broker:
+            build = build_from_arg(args.broker)
+        elif args.start and args.url:
+            build = Build(label=args.label or _git_describe() or "HEAD", url=args.url, command=args.start,
+                          profile=args.profile, ready_timeout=args.ready_timeout)
+        else:
+            raise UsageError("give --start CMD --url URL, or --broker NAME|URL")
+        if args.label and args.broker:
+            build = Build(**{**build.__dict__, "label": args.label})
+    except ConformanceError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 128   # git bisect run: > 127 aborts the bisection (a usage error is not a bad commit)
+    if args.build_cmd:
+        _say(f"building: {args.build_cmd}")
+        proc = subprocess.run(args.build_cmd, shell=True)
+        if proc.returncode != 0:
+            _say(f"build failed (exit {proc.returncode}): skip")
+            return BISECT_SKIP
+    record = run_case_on(build, args.case, Path(args.reports_dir))
+    outcome = outcome_of(record["verdict"])
+    _say(f"{build.label}: {args.case} {record['verdict']} - {record['reason'][:120]}")
+    return {GOOD: BISECT_GOOD, BAD: BISECT_BAD}.get(outcome, BISECT_SKIP)
+
+
+def _git_describe() -> str | None:
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None

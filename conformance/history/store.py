@@ -1,0 +1,282 @@
+"""The results history: run directories ingested into Parquet with Spark, atomically and without duplicates.
+
+Layout of a history directory (default `reports/history/`):
+
+    batches/<batch-id>/runs.json          metadata of the runs this ingest added (run.json of each)
+    batches/<batch-id>/records/broker=<name>/part-*.parquet   one row per case record
+    batches/<batch-id>/ladders.jsonl      ladder diagrams of those records, where the run kept transcripts
+    .staging-<batch-id>/                  an ingest in progress; renamed into batches/ in one step when done
+
+An ingest either lands whole (one directory rename) or not at all, so an interrupted or failed ingest leaves
+nothing half-written in the history. A run is identified by the `run_id` of its run.json: ingesting it again
+skips it. Lines of results.jsonl that do not parse (a run cut off mid-write, a corrupted file) stop the ingest
+with a one-line BadResults error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+from filelock import FileLock, Timeout
+
+from ..errors import BadResults
+from ..results import read_records
+
+VERDICTS = ("pass", "fail", "non-strict", "informational", "unsupported", "error")
+
+# What the history keeps of a record (titles come from the catalogue; run-level facts stay in runs.json).
+RECORD_SCHEMA = (
+    "run_id STRING, case_id STRING, section STRING, level STRING, requirement_ids ARRAY<STRING>, "
+    "verdict STRING, reason STRING, violated STRING, broker STRING, broker_product STRING, "
+    "broker_version STRING, duration_s DOUBLE, started_at STRING"
+)
+# Columns of the records table, in order (`broker` is the partition column and comes last when read back).
+RECORD_COLUMNS = ("run_id", "case_id", "section", "level", "requirement_ids", "verdict", "reason", "violated",
+                  "broker_product", "broker_version", "duration_s", "started_at", "broker")
+
+
+@dataclass
+class IngestResult:
+    batch_id: str | None
+    added_runs: list[str] = field(default_factory=list)
+    skipped_runs: list[str] = field(default_factory=list)
+    records: int = 0
+
+
+def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
+    """Run directories named by `paths`: a run directory itself, or a directory holding runs (reports/,
+    reports/runs/). A path that holds none is a BadResults error."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise BadResults(f"{path} does not exist; pass run directories (reports/runs/<id>) or reports/")
+        if (path / "run.json").exists() or (path / "results.jsonl").exists():
+            found.append(path)
+            continue
+        base = path / "runs" if (path / "runs").is_dir() else path
+        children = sorted(p for p in base.iterdir() if p.is_dir() and (p / "run.json").exists()) \
+            if base.is_dir() else []
+        if not children:
+            raise BadResults(f"{path} holds no run directories (no */run.json); pass reports/ or a run directory")
+        found.extend(children)
+    return found
+
+
+def _read_run_meta(run_dir: Path) -> dict:
+    meta_file = run_dir / "run.json"
+    try:
+        meta = json.loads(meta_file.read_text("utf-8"))
+    except FileNotFoundError:
+        raise BadResults(f"{run_dir} is not a run directory (no run.json); pass a directory under reports/runs/") \
+            from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadResults(f"{meta_file} is corrupted ({getattr(exc, 'msg', exc)}); remove that run directory or "
+                         "re-run it") from None
+    if not isinstance(meta, dict) or not meta.get("run_id"):
+        raise BadResults(f"{meta_file} has no run_id; it was not written by amqp-conformance run")
+    if not (run_dir / "results.jsonl").exists():
+        raise BadResults(f"{run_dir} has no results.jsonl (the run finished no case); remove it or re-run it")
+    return meta
+
+
+class History:
+    """A history directory: ingest run directories, list what is in it, read it back as DataFrames."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.batches = self.root / "batches"
+
+    # -- what is there ------------------------------------------------------------------------------------
+
+    def batch_dirs(self) -> list[Path]:
+        if not self.batches.is_dir():
+            return []
+        return sorted(p for p in self.batches.iterdir() if p.is_dir() and (p / "runs.json").exists())
+
+    def runs(self) -> list[dict]:
+        out = []
+        for batch in self.batch_dirs():
+            try:
+                out.extend(json.loads((batch / "runs.json").read_text("utf-8")))
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                raise BadResults(f"{batch / 'runs.json'} is corrupted; remove the batch directory {batch} and "
+                                 "ingest its runs again") from None
+        return out
+
+    def run_ids(self) -> set[str]:
+        return {r["run_id"] for r in self.runs()}
+
+    def records(self, spark):
+        """All case records as one DataFrame (RECORD_COLUMNS)."""
+        paths = [str(b / "records") for b in self.batch_dirs() if (b / "records").is_dir()]
+        if not paths:
+            raise BadResults(f"the history {self.root} is empty; ingest runs first (amqp-conformance report "
+                             "reports/)")
+        return spark.read.parquet(*paths).select(*RECORD_COLUMNS)
+
+    def ladders(self, wanted: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
+        """Ladder diagrams for (run_id, case_id, broker) keys."""
+        out = {}
+        for batch in self.batch_dirs():
+            path = batch / "ladders.jsonl"
+            if not path.exists():
+                continue
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    row = json.loads(line)
+                    key = (row["run_id"], row["case_id"], row["broker"])
+                    if key in wanted:
+                        out[key] = row["ladder"]
+        return out
+
+    # -- ingest ---------------------------------------------------------------------------------------------
+
+    def ingest(self, spark, paths: Iterable[Path], progress: Callable[[str], None] = lambda s: None) -> IngestResult:
+        run_dirs = find_run_dirs(paths)
+        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            with FileLock(str(self.root / ".lock"), timeout=600):
+                return self._ingest_locked(spark, run_dirs, progress)
+        except Timeout:
+            raise BadResults(f"another ingest holds {self.root / '.lock'}; wait for it or remove the lock file "
+                             "if no ingest is running") from None
+
+    def _ingest_locked(self, spark, run_dirs: list[Path], progress) -> IngestResult:
+        for stale in self.root.glob(".staging-*"):
+            shutil.rmtree(stale, ignore_errors=True)   # left by an interrupted ingest; never visible to readers
+        known = self.run_ids()
+        metas: dict[str, tuple[Path, dict]] = {}
+        result = IngestResult(batch_id=None)
+        for run_dir in run_dirs:
+            meta = _read_run_meta(run_dir)
+            run_id = meta["run_id"]
+            if run_id in known or run_id in metas:
+                result.skipped_runs.append(run_id)
+                continue
+            metas[run_id] = (run_dir, meta)
+        if not metas:
+            return result
+        dir_names = {}
+        for run_id, (run_dir, _) in metas.items():
+            name = run_dir.resolve().name
+            if name in dir_names:
+                raise BadResults(f"two run directories are both named {name} ({dir_names[name]} and {run_dir}); "
+                                 "ingest them separately")
+            dir_names[name] = run_dir
+        batch_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+        staging = self.root / f".staging-{batch_id}"
+        staging.mkdir(parents=True)
+        try:
+            progress(f"ingesting {len(metas)} run(s) into {self.root}")
+            count = self._write_records(spark, metas, staging)
+            ladders = self._write_ladders(metas, staging)
+            runs = []
+            for run_id, (run_dir, meta) in metas.items():
+                runs.append({**{k: v for k, v in meta.items() if k != "options"}, "options": meta.get("options"),
+                             "source": str(run_dir.resolve()), "batch_id": batch_id})
+            (staging / "runs.json").write_text(json.dumps(runs, indent=1, sort_keys=True, default=str), "utf-8")
+            self.batches.mkdir(parents=True, exist_ok=True)
+            os.replace(staging, self.batches / batch_id)       # the ingest becomes visible here, whole
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        result.batch_id = batch_id
+        result.added_runs = list(metas)
+        result.records = count
+        progress(f"added {len(metas)} run(s), {count} record(s), {ladders} ladder(s); "
+                 f"{len(result.skipped_runs)} already in the history")
+        return result
+
+    @staticmethod
+    def _write_records(spark, metas: dict[str, tuple[Path, dict]], staging: Path) -> int:
+        from pyspark.sql import functions as F
+
+        files = [str((run_dir / "results.jsonl").resolve()) for run_dir, _ in metas.values()]
+        parsed = spark.read.schema(RECORD_SCHEMA).json(files)
+        run_id = F.col("run_id")
+        if not all(_first_record_has_run_id(run_dir) for run_dir, _ in metas.values()):
+            # results written before records carried their run_id: take it from the directory name
+            by_dir = F.create_map(*[F.lit(x) for run_id_, (run_dir, _) in metas.items()
+                                    for x in (run_dir.resolve().name, run_id_)])
+            run_id = F.coalesce(run_id, F.element_at(
+                by_dir, F.element_at(F.split(F.col("_metadata.file_path"), "/"), -2)))
+        versions = {f"{rid}\x00{name}": (info or {}).get("version")
+                    for rid, (_, meta) in metas.items() for name, info in (meta.get("brokers") or {}).items()}
+        versions = {k: v for k, v in versions.items() if v}
+        version = F.col("broker_version")
+        if versions:   # a record of a case that broke before the broker's open arrived has no version of its own
+            version_map = F.create_map(*[F.lit(x) for kv in versions.items() for x in kv])
+            version = F.coalesce(version, F.element_at(version_map, F.concat_ws("\x00", "run_id", "broker")))
+        # a line that does not parse comes back as all nulls (PERMISSIVE mode): it fails this check
+        ok = F.col("case_id").isNotNull() & F.col("broker").isNotNull() & F.col("verdict").isin(*VERDICTS)
+        rows = (parsed.withColumn("run_id", run_id)
+                .withColumn("broker_version", F.coalesce(version, F.lit("unknown")))
+                .withColumn("broker", F.coalesce("broker", F.lit("unknown")))
+                .withColumn("line_ok", F.coalesce(ok, F.lit(False)))
+                .select("line_ok", *RECORD_COLUMNS))
+        rows.write.partitionBy("line_ok", "broker").parquet(str(staging / "parts"))
+        bad = staging / "parts" / "line_ok=false"
+        if bad.exists():
+            for run_dir, _ in metas.values():     # find the first bad line, in plain Python, for the message
+                _check_lines(run_dir / "results.jsonl")
+            raise BadResults("a results.jsonl line has a missing case_id, broker or unknown verdict; fix or remove "
+                             "that run directory")
+        good = staging / "parts" / "line_ok=true"
+        if good.exists():
+            os.replace(good, staging / "records")
+        shutil.rmtree(staging / "parts", ignore_errors=True)
+        if not (staging / "records").exists():
+            return 0
+        return spark.read.parquet(str(staging / "records")).count()
+
+    @staticmethod
+    def _write_ladders(metas: dict[str, tuple[Path, dict]], staging: Path) -> int:
+        from ..results import _safe
+        count = 0
+        with open(staging / "ladders.jsonl", "w", encoding="utf-8") as out:
+            for run_id, (run_dir, _) in metas.items():
+                transcripts = run_dir / "transcripts"
+                if not transcripts.is_dir() or not any(transcripts.glob("*.txt")):
+                    continue
+                for record in read_records(run_dir / "results.jsonl"):
+                    stem = _safe(f"{record['case_id']}__{record['broker']}")
+                    path = transcripts / f"{stem}.txt"
+                    if path.exists():
+                        out.write(json.dumps({"run_id": run_id, "case_id": record["case_id"],
+                                              "broker": record["broker"],
+                                              "ladder": path.read_text("utf-8", errors="replace")}) + "\n")
+                        count += 1
+        return count
+
+
+def _first_record_has_run_id(run_dir: Path) -> bool:
+    with open(run_dir / "results.jsonl", encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.strip():
+                return '"run_id"' in line
+    return True
+
+
+def _check_lines(path: Path) -> None:
+    """Raise BadResults naming the first line of `path` that is not a complete case record."""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise BadResults(f"{path}:{number} is cut off or corrupted; delete that line (an interrupted "
+                                 "write) or re-run the case") from None
+            if not isinstance(record, dict) or not record.get("case_id") or not record.get("broker") \
+                    or record.get("verdict") not in VERDICTS:
+                raise BadResults(f"{path}:{number} is not a case record (needs case_id, broker and a known "
+                                 "verdict); delete that line or re-run the case") from None

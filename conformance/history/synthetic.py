@@ -1,0 +1,88 @@
+"""Synthetic run directories for the pipeline benchmark and the history's own tests.
+
+Writes run directories in exactly the format `amqp-conformance run` writes (run.json + results.jsonl), with
+the real case catalogue, a handful of brokers and versions, mostly passing verdicts, a few deterministic
+failures, regressions between versions and flaky cases, so every part of the report has something to show.
+Generation is plain string formatting, fast enough for ten million records.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import random
+from pathlib import Path
+
+BROKERS = {
+    "synthetic-a": ("SynthMQ", ["1.0.0", "1.1.0", "1.2.0", "2.0.0"]),
+    "synthetic-b": ("OtherMQ", ["0.9", "0.10", "0.11"]),
+    "synthetic-c": ("ThirdMQ", ["5.4.1", "5.5.0"]),
+}
+
+
+def _cases() -> list[dict]:
+    from ..cases import load_all
+    return [{"case_id": c.id, "title": c.title, "section": c.section, "level": c.level,
+             "requirement_ids": list(c.requirements)} for c in load_all().values()]
+
+
+def write_synthetic_runs(dest: Path, n_records: int, records_per_run: int = 10_000, seed: int = 7) -> list[Path]:
+    """Write run directories under `dest/runs/` holding `n_records` case records in all; return them."""
+    rng = random.Random(seed)
+    cases = _cases()
+    columns = [(b, product, v) for b, (product, versions) in BROKERS.items() for v in versions]
+    # per (case, column): a fixed verdict, except a few flaky ones and regressions in later versions
+    verdict_of: dict[tuple[int, int], tuple[str, ...]] = {}
+    for ci in range(len(cases)):
+        for k, (broker, _, version) in enumerate(columns):
+            roll = rng.random()
+            if roll < 0.06:
+                verdict_of[ci, k] = ("fail",)
+            elif roll < 0.09:
+                verdict_of[ci, k] = ("non-strict",)
+            elif roll < 0.11:
+                verdict_of[ci, k] = ("pass", "fail")           # flaky
+            elif roll < 0.13:
+                verdict_of[ci, k] = ("informational",)
+            else:
+                verdict_of[ci, k] = ("pass",)
+    encoded = [{key: json.dumps(value) for key, value in c.items()} for c in cases]
+    runs_dir = Path(dest) / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=True)
+    start = _dt.datetime(2026, 1, 1, tzinfo=_dt.timezone.utc)
+    out: list[Path] = []
+    written = 0
+    run_index = 0
+    while written < n_records:
+        k = run_index % len(columns)
+        broker, product, version = columns[k]
+        started = start + _dt.timedelta(hours=run_index)
+        run_id = f"synthetic-{run_index:07d}"
+        run_dir = runs_dir / run_id
+        run_dir.mkdir(exist_ok=True)
+        count = min(records_per_run, n_records - written)
+        meta = {"run_id": run_id, "suite_version": "0.1.0", "git_revision": "synthetic", "host": "synthetic",
+                "python": "3.11", "started_at": started.isoformat(), "finished_at": started.isoformat(),
+                "brokers": {broker: {"product": product, "version": version}}, "options": {}}
+        (run_dir / "run.json").write_text(json.dumps(meta), "utf-8")
+        lines = []
+        stamp = json.dumps(started.isoformat())
+        for i in range(count):
+            ci = (i + run_index) % len(cases)
+            c = encoded[ci]
+            choices = verdict_of[ci, k]
+            verdict = choices[(i // len(cases) + run_index) % len(choices)]
+            duration = 0.05 + (i * 7919 % 1000) / 1000.0
+            lines.append(
+                f'{{"run_id": "{run_id}", "case_id": {c["case_id"]}, "title": {c["title"]}, "section": {c["section"]}, '
+                f'"level": {c["level"]}, "requirement_ids": {c["requirement_ids"]}, "verdict": "{verdict}", '
+                f'"reason": "synthetic record {i} of run {run_index}: the broker did what the case expected", '
+                f'"violated": null, "expected": null, "actual": null, "broker": "{broker}", '
+                f'"broker_product": "{product}", "broker_version": "{version}", "duration_s": {duration:.3f}, '
+                f'"started_at": {stamp}, "observations": {{}}, "broker_log_tail": null}}\n')
+        with open(run_dir / "results.jsonl", "w", encoding="utf-8") as fh:
+            fh.writelines(lines)
+        out.append(run_dir)
+        written += count
+        run_index += 1
+    return out

@@ -1,0 +1,58 @@
+"""`python -m conformance.selftest --port N [--fault NAME[=VALUE] ...]`: the reference broker as a process.
+
+Serves until SIGTERM or SIGINT. Used as a stand-in broker build (bisect tests, demos): with faults it
+misbehaves exactly as `Faults` describes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import signal
+import sys
+import threading
+
+from .engine import BrokerConfig, Faults
+from .server import ReferenceBroker
+
+
+def parse_faults(items: list[str]) -> Faults:
+    fields = {f.name: f for f in dataclasses.fields(Faults)}
+    values = {}
+    for item in items:
+        name, _, raw = item.partition("=")
+        name = name.replace("-", "_")
+        if name not in fields:
+            raise SystemExit(f"error: unknown fault {name!r}; known: {', '.join(fields)}")
+        default = fields[name].default
+        if isinstance(default, bool):
+            values[name] = raw.lower() not in ("0", "false", "no") if raw else True
+        else:
+            values[name] = int(raw or "1")
+    return Faults(**values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.selftest",
+                                     description="Run the suite's reference broker on loopback.")
+    parser.add_argument("--port", type=int, default=5672)
+    parser.add_argument("--fault", action="append", default=[], metavar="NAME[=VALUE]")
+    parser.add_argument("--version", default="1.0", help="version the broker announces in its open frame")
+    args = parser.parse_args(argv)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        broker = ReferenceBroker(BrokerConfig(version=args.version), faults=parse_faults(args.fault)).start(args.port)
+    except OSError as exc:
+        print(f"error: cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); pick another --port",
+              file=sys.stderr)
+        return 9
+    print(f"reference broker listening on {broker.url}", flush=True)
+    stop.wait()
+    broker.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""The history on Spark: ingest (atomic, no duplicates, bad input), the report model against a plain-Python
+oracle, the `report` and `diff` commands, and their one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.errors import BadResults
+from conformance.history.analysis import build_model
+from conformance.history.store import History
+from conformance.history.synthetic import write_synthetic_runs
+from conformance.report import validate_model
+
+
+@pytest.fixture
+def reports(reference_reports, tmp_path):
+    dest = tmp_path / "reports"
+    shutil.copytree(reference_reports, dest)
+    return dest
+
+
+def all_records(reports: Path) -> list[dict]:
+    out = []
+    for f in sorted(reports.glob("runs/*/results.jsonl")):
+        out += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    return out
+
+
+def test_ingest_adds_each_run_once(spark, reports, tmp_path):
+    history = History(tmp_path / "history")
+    first = history.ingest(spark, [reports])
+    assert sorted(first.added_runs) == ["run-1", "run-2"] and first.records == len(all_records(reports))
+    again = history.ingest(spark, [reports / "runs" / "run-1", reports])
+    assert again.added_runs == [] and sorted(again.skipped_runs) == ["run-1", "run-1", "run-2"]
+    assert history.records(spark).count() == len(all_records(reports))
+    assert len(history.batch_dirs()) == 1
+    # partitioned by broker inside the batch
+    assert {p.name for p in (history.batch_dirs()[0] / "records").iterdir() if p.is_dir()} == \
+        {"broker=ref-a", "broker=ref-b"}
+
+
+def test_a_cut_off_line_stops_the_ingest_and_writes_nothing(spark, reports, tmp_path):
+    results = reports / "runs" / "run-2" / "results.jsonl"
+    lines = results.read_text().splitlines(keepends=True)
+    results.write_text("".join(lines[:3]) + lines[3][: len(lines[3]) // 2])   # an interrupted write
+    history = History(tmp_path / "history")
+    with pytest.raises(BadResults, match=r"run-2/results.jsonl:4 is cut off or corrupted"):
+        history.ingest(spark, [reports])
+    assert not (tmp_path / "history" / "batches").exists()
+    assert list((tmp_path / "history").glob(".staging-*")) == []
+
+
+def test_a_record_without_verdict_is_named(spark, reports, tmp_path):
+    results = reports / "runs" / "run-1" / "results.jsonl"
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    records[1]["verdict"] = "maybe"
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(BadResults, match=r"run-1/results.jsonl:2 is not a case record"):
+        History(tmp_path / "history").ingest(spark, [reports])
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda run: (run / "run.json").unlink(), "is not a run directory"),
+    (lambda run: (run / "run.json").write_text('{"run_id": "x", '), "run.json is corrupted"),
+    (lambda run: (run / "results.jsonl").unlink(), "has no results.jsonl"),
+])
+def test_damaged_run_directories(spark, reports, tmp_path, damage, message):
+    run = reports / "runs" / "run-1"
+    damage(run)
+    with pytest.raises(BadResults, match=message):
+        History(tmp_path / "history").ingest(spark, [run])
+
+
+def test_model_of_reference_runs(spark, reports, tmp_path):
+    history = History(tmp_path / "history")
+    history.ingest(spark, [reports])
+    model = build_model(spark, history)
+    validate_model(model)
+    assert [c["key"] for c in model["columns"]] == ["ref-a@1.0", "ref-a@1.1", "ref-b@2.0"]
+    cell = {(c["case_id"], c["column"]): c for c in model["cells"]}
+    assert cell["2.6.8/2", "ref-a@1.0"]["verdict"] == "pass"
+    assert cell["2.6.8/2", "ref-a@1.1"]["verdict"] == "fail"
+    assert cell["2.6.7/3", "ref-b@2.0"]["verdict"] == "fail"
+    assert cell["2.6.7/3", "ref-b@2.0"]["verdict_counts"] == {"fail": 2}
+    assert "<-" in cell["2.6.8/2", "ref-a@1.1"]["ladder"] or "->" in cell["2.6.8/2", "ref-a@1.1"]["ladder"]
+    regressions = [c for c in model["changes"] if c["kind"] == "regression"]
+    assert {(c["case_id"], c["from_column"], c["to_column"]) for c in regressions} >= \
+        {("2.6.8/2", "ref-a@1.0", "ref-a@1.1")}
+    req = {(r["requirement_id"], r["column"]): r["verdict"] for r in model["requirement_cells"]}
+    assert req["2.6.7/drain-advance", "ref-a@1.1"] == "fail"
+    overall = {s["column"]: s for s in model["scores"]["overall"]}
+    assert overall["ref-a@1.0"]["score"] > overall["ref-a@1.1"]["score"]
+
+
+def test_model_aggregates_match_a_plain_python_oracle(spark, tmp_path):
+    """Counts, latest verdicts, flaky cells and durations computed by Spark equal a direct computation."""
+    runs = tmp_path / "synthetic"
+    write_synthetic_runs(runs, 6000, records_per_run=300)
+    history = History(tmp_path / "history")
+    history.ingest(spark, [runs])
+    model = build_model(spark, history)
+    validate_model(model)
+    counts: dict[tuple, Counter] = defaultdict(Counter)
+    latest: dict[tuple, tuple] = {}
+    durations: dict[tuple, list] = defaultdict(list)
+    for r in all_records(runs):
+        key = (r["case_id"], f"{r['broker']}@{r['broker_version']}")
+        counts[key][r["verdict"]] += 1
+        durations[key].append(r["duration_s"])
+        if key not in latest or r["started_at"] >= latest[key][0]:
+            latest[key] = (r["started_at"], r["verdict"])
+    cells = {(c["case_id"], c["column"]): c for c in model["cells"]}
+    assert set(cells) == set(counts)
+    for key, counter in counts.items():
+        assert cells[key]["verdict_counts"] == dict(counter)
+        assert cells[key]["flaky"] == (len(counter) > 1)
+    flaky = {(f["case_id"], f["column"]) for f in model["flaky"]}
+    assert flaky == {k for k, c in counts.items() if len(c) > 1} and flaky
+    assert model["history"]["records"] == 6000
+    d = {(x["case_id"], x["column"]): x for x in model["durations"]}
+    for key, values in durations.items():
+        assert d[key]["min_s"] == pytest.approx(min(values)) and d[key]["max_s"] == pytest.approx(max(values))
+        assert d[key]["mean_s"] == pytest.approx(sum(values) / len(values), abs=1e-3)
+
+
+def test_report_command_writes_three_files(spark, reports, tmp_path, capsys, monkeypatch):
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert main(["report", "--reports-dir", str(reports)]) == 0
+    out = capsys.readouterr().out
+    assert "ingesting 2 run(s)" in out and "report:" in out
+    html = (reports / "report" / "report.html").read_text()
+    assert 'id="matrix"' in html and "ref-a@1.1" in html
+    assert "ref-a@1.1" in (reports / "report" / "report.md").read_text()
+    validate_model(json.loads((reports / "report" / "report.json").read_text()))
+    assert "## " in summary.read_text()
+    # a second report ingests nothing new
+    assert main(["report", "--reports-dir", str(reports)]) == 0
+    assert "added 0" not in capsys.readouterr().out
+
+
+def test_report_on_a_corrupted_run_is_one_line_and_exit_12(spark, reports, capsys):
+    results = reports / "runs" / "run-1" / "results.jsonl"
+    results.write_text(results.read_text() + '{"case_id": "2.6.8/1", "verd')
+    assert main(["report", "--reports-dir", str(reports)]) == 12
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and "run-1/results.jsonl:" in err[0]
+    assert not (reports / "history" / "batches").exists()
+    assert not (reports / "report").exists()
+
+
+def test_report_on_a_missing_directory(capsys, tmp_path):
+    assert main(["report", str(tmp_path / "nowhere"), "--reports-dir", str(tmp_path)]) == 12
+    assert "does not exist" in capsys.readouterr().err
+
+
+def _cli(*args, env=None, timeout=120):
+    return subprocess.run([sys.executable, "-m", "conformance.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def test_spark_without_java_is_exit_13(reports, tmp_path):
+    python_dir = str(Path(sys.executable).parent)
+    done = _cli("report", "--reports-dir", str(reports), env={"JAVA_HOME": str(tmp_path / "no-java"),
+                                                              "PATH": python_dir})
+    assert done.returncode == 13, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "Java" in done.stderr and "Traceback" not in done.stderr
+    assert not (reports / "history").exists()
+
+
+def test_unreachable_spark_master_is_exit_13(reports):
+    with __import__("socket").socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]          # closed again: nothing listens there
+    done = _cli("report", "--reports-dir", str(reports), "--spark-master", f"spark://127.0.0.1:{port}", timeout=60)
+    assert done.returncode == 13, done.stderr
+    assert f"cannot reach the Spark master at 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_diff_of_two_runs(reports, capsys):
+    runs = reports / "runs"
+    assert main(["diff", str(runs / "run-1"), str(runs / "run-2")]) == 1
+    out = capsys.readouterr().out
+    assert "regressions (" in out and "2.6.8/2" in out and "REGRESSED" in out
+    assert main(["diff", "run-2", "run-1", "--reports-dir", str(reports)]) == 0     # run ids work too
+    assert "fixes (1)" in capsys.readouterr().out
+
+
+def test_diff_of_two_versions_from_the_history(spark, reports, capsys):
+    assert main(["report", "--reports-dir", str(reports)]) == 0
+    capsys.readouterr()
+    assert main(["diff", "ref-a@1.0", "ref-a@1.1", "--reports-dir", str(reports), "--json"]) == 1
+    out = capsys.readouterr().out
+    result = json.loads(out[out.index("{"):])
+    assert result["regressed"] and {(c["case_id"], c["before"], c["after"]) for c in result["changes"]} == \
+        {("2.6.8/2", "pass", "fail")}
+    assert main(["diff", "ref-a@1.0", "ref-a@1.0", "--reports-dir", str(reports)]) == 0
+
+
+def test_diff_bad_input(reports, capsys):
+    assert main(["diff", "no-such-run", "run-1", "--reports-dir", str(reports)]) == 2
+    assert "neither a run directory" in capsys.readouterr().err
+    assert main(["diff", "nobroker@9.9", "run-1", "--reports-dir", str(reports)]) == 12
