@@ -9,6 +9,7 @@ those aggregates, which are as small as cases x brokers x versions, in plain Pyt
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import re
 from collections import defaultdict
 
@@ -46,14 +47,22 @@ def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str,
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    counts = [F.sum(F.when(F.col("verdict") == v, 1).otherwise(0)).alias(f"n_{v}") for v in VERDICTS]
-    per_run = (records_df
+    per_verdict = (records_df    # level 1: narrow columns only, verdict as a key (no per-row comparisons)
+                   .groupBy("case_id", "broker", "broker_version", "run_id", "verdict")
+                   .agg(F.count(F.lit(1)).alias("records"), F.sum("duration_s").alias("sum_s"),
+                        F.min("duration_s").alias("min_s"), F.max("duration_s").alias("max_s"),
+                        F.max("started_at").alias("last_at"), F.max_by("duration_s", "started_at").alias("last_s"),
+                        F.first("broker_product", True).alias("product")))
+    per_run = (per_verdict
                .groupBy("case_id", "broker", "broker_version", "run_id")
-               .agg(F.count(F.lit(1)).alias("records"), *counts, F.sum("duration_s").alias("sum_s"),
-                    F.min("duration_s").alias("min_s"), F.max("duration_s").alias("max_s"),
-                    F.max("started_at").alias("last_at"),
-                    F.max_by(F.struct("verdict", "duration_s"), "started_at").alias("last"),
-                    F.first("broker_product", True).alias("product"))
+               .agg(F.sum("records").alias("records"),
+                    *[F.sum(F.when(F.col("verdict") == v, F.col("records")).otherwise(0)).alias(f"n_{v}")
+                      for v in VERDICTS],
+                    F.sum("sum_s").alias("sum_s"), F.min("min_s").alias("min_s"), F.max("max_s").alias("max_s"),
+                    F.max("last_at").alias("last_at"),
+                    F.max_by(F.struct(F.col("verdict"), F.col("last_s").alias("duration_s")), "last_at")
+                    .alias("last"),
+                    F.first("product", True).alias("product"))
                .localCheckpoint())
     latest = F.max_by(F.struct("run_id", "last"), "last_at")
     case_rows = (per_run.groupBy("case_id", "broker", "broker_version")
@@ -90,7 +99,7 @@ def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str,
             "column": f"{r['broker']}@{r['broker_version']}", "verdict": last["verdict"],
             "reason": d.get("reason") or "", "violated": d.get("violated"), "run_id": run_id,
             "duration_s": last["duration_s"] or 0.0, "section": d.get("section"), "level": d.get("level"),
-            "requirement_ids": list(d.get("requirement_ids") or []), "records": r["records"],
+            "requirement_ids": _json_list(d.get("requirement_ids")), "records": r["records"],
             "verdict_counts": {v: r[f"n_{v}"] for v in VERDICTS if r[f"n_{v}"]},
             "mean_s": (r["sum_s"] or 0.0) / r["records"], "min_s": r["min_s"] or 0.0, "max_s": r["max_s"] or 0.0,
         })
@@ -212,6 +221,18 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
         "flaky": flaky,
         "durations": durations,
     }
+
+
+def _json_list(text) -> list:
+    if not text:
+        return []
+    if isinstance(text, (list, tuple)):
+        return list(text)
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 def _case_order(case_id: str) -> tuple:
