@@ -117,15 +117,18 @@ def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str,
 def build_model(spark, history: History, ladders: bool = True) -> dict:
     """The report model (schema in conformance.report.model) of everything in `history`."""
     aggregates, columns_info, trends = aggregate(history.records(spark))
+    selfchecks = latest_selfchecks(history.selfchecks())
     total_records = sum(a["records"] for a in aggregates)
     return model_from_aggregates(aggregates, columns_info, trends, history_runs=len(history.runs()),
                                  total_records=total_records,
                                  ladders=history.ladders({(a["run_id"], a["case_id"], a["broker"])
-                                                          for a in aggregates}) if ladders else {})
+                                                          for a in aggregates}) if ladders else {},
+                                 selfchecks=selfchecks)
 
 
 def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict], trends: dict, *,
-                          history_runs: int, total_records: int, ladders: dict) -> dict:
+                          history_runs: int, total_records: int, ladders: dict,
+                          selfchecks: list[dict] | None = None) -> dict:
     from ..cases import load_all
     requirements = catalogue.load()
     known_cases = load_all()
@@ -220,7 +223,30 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
         "changes": changes,
         "flaky": flaky,
         "durations": durations,
+        "selfcheck": selfchecks or [],
     }
+
+
+def latest_selfchecks(raw: list[dict]) -> list[dict]:
+    """The latest selfcheck of each broker@version, as the report model's `selfcheck` entries."""
+    latest: dict[str, dict] = {}
+    for s in raw:
+        key = f"{s.get('broker')}@{s.get('version')}"
+        if key not in latest or (s.get("started_at") or "") > (latest[key].get("started_at") or ""):
+            latest[key] = s
+    out = []
+    for key, s in sorted(latest.items()):
+        faults = []
+        for name, f in sorted((s.get("faults") or {}).items()):
+            flipped = [{"case_id": cid, "from": x.get("from"), "to": x.get("to"), "violated": x.get("violated"),
+                        "reason": x.get("reason") or ""} for cid, x in sorted((f.get("flipped") or {}).items())]
+            faults.append({"name": name, "requirement": f.get("requirement"), "level": f.get("level"),
+                           "summary": f.get("summary") or "", "detected": bool(f.get("detected")),
+                           "flipped": flipped})
+        out.append({"column": key, "run_id": s.get("run_id"), "started_at": s.get("started_at"),
+                    "ok": bool(s.get("ok")), "transparent": bool(s.get("transparent")),
+                    "cases": len(s.get("cases") or []), "faults": faults})
+    return out
 
 
 def _json_list(text) -> list:

@@ -124,6 +124,15 @@ class History:
                              "reports/)")
         return spark.read.parquet(*paths).select(*RECORD_COLUMNS)
 
+    def selfchecks(self) -> list[dict]:
+        """The sensitivity matrices of ingested selfcheck runs (selfcheck.json with run_id and started_at)."""
+        out = []
+        for batch in self.batch_dirs():
+            path = batch / "selfcheck.jsonl"
+            if path.exists():
+                out += [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+        return out
+
     def ladders(self, wanted: set[tuple[str, str, str]]) -> dict[tuple[str, str, str], str]:
         """Ladder diagrams for (run_id, case_id, broker) keys."""
         out = {}
@@ -178,8 +187,12 @@ class History:
         staging.mkdir(parents=True)
         try:
             progress(f"ingesting {len(metas)} run(s) into {self.root}")
-            count = self._write_records(spark, metas, staging)
-            ladders = self._write_ladders(metas, staging)
+            # selfcheck runs judge the suite, not a broker: their sensitivity matrix is kept, not their records
+            selfchecks = {rid: rm for rid, rm in metas.items() if rm[1].get("kind") == "selfcheck"}
+            compliance = {rid: rm for rid, rm in metas.items() if rid not in selfchecks}
+            count = self._write_records(spark, compliance, staging) if compliance else 0
+            ladders = self._write_ladders(compliance, staging)
+            self._write_selfchecks(selfchecks, staging)
             runs = []
             for run_id, (run_dir, meta) in metas.items():
                 runs.append({**{k: v for k, v in meta.items() if k != "options"}, "options": meta.get("options"),
@@ -238,6 +251,21 @@ class History:
         if not (staging / "records").exists():
             return 0
         return spark.read.parquet(str(staging / "records")).count()
+
+    @staticmethod
+    def _write_selfchecks(metas: dict[str, tuple[Path, dict]], staging: Path) -> None:
+        with open(staging / "selfcheck.jsonl", "w", encoding="utf-8") as out:
+            for run_id, (run_dir, meta) in metas.items():
+                path = run_dir / "selfcheck.json"
+                try:
+                    data = json.loads(path.read_text("utf-8"))
+                except FileNotFoundError:
+                    continue             # interrupted before its matrix was written
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    raise BadResults(f"{path} is corrupted; remove that run directory or run selfcheck again") \
+                        from None
+                out.write(json.dumps({"run_id": run_id, "started_at": meta.get("started_at"), **data},
+                                     sort_keys=True) + "\n")
 
     @staticmethod
     def _write_ladders(metas: dict[str, tuple[Path, dict]], staging: Path) -> int:

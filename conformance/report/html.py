@@ -473,6 +473,33 @@ def render_case_page(case: dict, model: dict, anchors: Anchors, requirements: di
             f'<h3>Results per broker version</h3>{"".join(results)}</div></section>')
 
 
+def render_selfcheck(model: dict, anchors: Anchors) -> str:
+    """The sensitivity matrices of selfcheck runs: which cases each injected fault flipped."""
+    checks = model.get("selfcheck") or []
+    if not checks:
+        return ""
+    known = set(anchors.ids) if hasattr(anchors, "ids") else None
+    parts = []
+    for check in checks:
+        rows = []
+        for fault in check["faults"]:
+            flips = " ".join((anchors.link(f["case_id"]) if known is None or f["case_id"] in known
+                              else esc(f["case_id"])) + " " + verdict_badge(f["to"]) for f in fault["flipped"])
+            caught = verdict_badge("pass", "caught") if fault["detected"] else verdict_badge("fail", "missed")
+            rows.append(f'<tr><td class="mono">{esc(fault["name"])}</td><td class="mono">'
+                        f'{esc(fault["requirement"] or "")}</td><td>{level_badge(fault["level"] or "")}</td>'
+                        f'<td>{caught}</td><td>{flips or "–"}</td></tr>')
+        transparent = "no verdict changed" if check["transparent"] else "verdicts changed"
+        parts.append(f'<h3>{esc(check["column"])} <span class="note">run {esc(check["run_id"])}, '
+                     f'{check["cases"]} cases; proxy without fault: {transparent}</span></h3>'
+                     '<table class="data selfcheck"><thead><tr><th>fault</th><th>breaks</th><th>level</th>'
+                     f'<th>caught?</th><th>cases that flipped (verdict under the fault)</th></tr></thead>'
+                     f'<tbody>{"".join(rows)}</tbody></table>')
+    return ('<section class="block" id="selfcheck"><h2>Selfcheck: faults injected by the mutant proxy</h2>'
+            '<p class="note">Each fault breaks one requirement on the wire between the suite and a real broker; '
+            'a good suite flips at least one case for every fault.</p>' + "".join(parts) + "</section>")
+
+
 def render_html(model: dict) -> str:
     """The whole report as one self-contained HTML document; a malformed model raises ValueError first."""
     validate_model(model)
@@ -497,6 +524,7 @@ def render_html(model: dict) -> str:
             + render_changes(model, anchors, columns)
             + render_flaky(model, anchors)
             + render_durations(model, anchors)
+            + render_selfcheck(model, anchors)
             + render_case_index(model, anchors)
             + "</main>"
             + f'<div id="case-pages">{case_pages}</div>'

@@ -88,5 +88,11 @@ def render_markdown(model: dict) -> str:
                                                          key=lambda kv: VERDICTS.index(kv[0])))
         lines.append(f"- {md_code(flaky['case_id'])} on {md_code(flaky['column'])}: {spread}")
     out += cut_list(lines, "flaky cases") or ["None."]
+    for check in model.get("selfcheck") or []:
+        caught = sum(1 for f in check["faults"] if f["detected"])
+        out += ["", f"### Selfcheck on {md_code(check['column'])}: {caught} of {len(check['faults'])} faults caught", ""]
+        out += [f"- {md_code(f['name'])} ({md_code(f['requirement'] or '')}): "
+                + (", ".join(f"{md_code(x['case_id'])} → {md_text(x['to'])}" for x in f["flipped"]) or "**missed**")
+                for f in check["faults"]]
     out += ["", "Full matrix, case pages with transcripts, scores and duration trends: `report.html`.", ""]
     return "\n".join(out)

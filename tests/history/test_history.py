@@ -211,3 +211,27 @@ def test_diff_bad_input(reports, capsys):
     assert main(["diff", "no-such-run", "run-1", "--reports-dir", str(reports)]) == 2
     assert "neither a run directory" in capsys.readouterr().err
     assert main(["diff", "nobroker@9.9", "run-1", "--reports-dir", str(reports)]) == 12
+
+
+def test_selfcheck_runs_feed_the_sensitivity_matrix_not_the_compliance_matrix(spark, reports):
+    run = reports / "runs" / "selfcheck-1"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps({"run_id": "selfcheck-1", "kind": "selfcheck",
+                                              "started_at": "2026-11-23T10:00:00+00:00", "brokers": {}}))
+    (run / "results.jsonl").write_text(json.dumps({"run_id": "selfcheck-1", "case_id": "2.6.8/2", "verdict": "fail",
+                                                   "broker": "ref-a+drain-stripped", "broker_version": "1.0",
+                                                   "started_at": "2026-11-23T10:00:01+00:00"}) + "\n")
+    (run / "selfcheck.json").write_text(json.dumps({
+        "broker": "ref-a", "version": "1.0", "ok": True, "transparent": True, "cases": ["2.6.8/2", "2.6.8/1"],
+        "faults": {"drain-stripped": {"requirement": "2.6.7/drain-advance", "level": "MUST", "detected": True,
+                                      "summary": "drain removed", "flipped": {"2.6.8/2": {
+                                          "from": "pass", "to": "fail", "violated": "2.6.7/drain-advance",
+                                          "reason": "no drained flow"}}}}}))
+    assert main(["report", "--reports-dir", str(reports)]) == 0
+    model = json.loads((reports / "report" / "report.json").read_text())
+    assert [c["key"] for c in model["columns"]] == ["ref-a@1.0", "ref-a@1.1", "ref-b@2.0"]
+    (check,) = model["selfcheck"]
+    assert check["column"] == "ref-a@1.0" and check["faults"][0]["flipped"][0]["case_id"] == "2.6.8/2"
+    html = (reports / "report" / "report.html").read_text()
+    assert 'id="selfcheck"' in html and "drain-stripped" in html
+    assert "Selfcheck on `ref-a@1.0`: 1 of 1 faults caught" in (reports / "report" / "report.md").read_text()
