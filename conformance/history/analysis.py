@@ -38,6 +38,15 @@ def classify_change(before: str, after: str) -> str:
     return "change"
 
 
+def requirement_verdict_counts(case_verdict: str, violated: str | None, requirement_id: str) -> bool:
+    """Whether a case's verdict speaks for one of the requirements it cites: a fail or non-strict verdict
+    counts only for the requirement it names as violated (a case stops at its first violation, so it says
+    nothing about the others); any other verdict counts for all of them."""
+    if case_verdict in ("fail", "non-strict") and violated:
+        return violated == requirement_id
+    return True
+
+
 def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str, dict], dict]:
     """Spark's part: (per case and broker@version aggregates, per broker@version facts, duration trends).
 
@@ -155,39 +164,36 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
         for rid in case["requirement_ids"]:
             cases_of_requirement[rid].append(case["id"])
     verdict_at = {(c["case_id"], c["column"]): c["verdict"] for c in cells}
+    violated_at = {(c["case_id"], c["column"]): c["violated"] for c in cells}
     requirement_cells = []
     for rid in list(requirements) + sorted(set(cases_of_requirement) - set(requirements)):
         for column in columns:
             seen = [(verdict_at[cid, column], cid) for cid in cases_of_requirement.get(rid, [])
                     if (cid, column) in verdict_at]
-            if not seen:
-                continue
-            worst = max(seen, key=lambda vc: REQUIREMENT_SEVERITY.get(vc[0], 0))[0]
+            judged = [(v, cid) for v, cid in seen if requirement_verdict_counts(v, violated_at[cid, column], rid)]
+            if not judged:
+                continue     # every case citing it stopped at another requirement first: not judged here
+            worst = max(judged, key=lambda vc: REQUIREMENT_SEVERITY.get(vc[0], 0))[0]
             requirement_cells.append({"requirement_id": rid, "column": column, "verdict": worst,
                                       "case_ids": [cid for _, cid in seen]})
 
     def score_rows(group_of) -> list[dict]:
+        """Scores count cases (the unit a verdict is given for): passed / judged (pass, fail, non-strict)."""
         tally: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
-        for rc in requirement_cells:
-            if rc["verdict"] not in JUDGED:
+        for cell in cells:
+            if cell["verdict"] not in JUDGED:
                 continue
-            key = (rc["column"], group_of(rc["requirement_id"]))
+            key = (cell["column"], group_of(cases[cell["case_id"]]))
             tally[key][1] += 1
-            tally[key][0] += rc["verdict"] == "pass"
+            tally[key][0] += cell["verdict"] == "pass"
         return [{"column": col, "group": group, "passed": p, "judged": j, "score": round(p / j, 4) if j else 0.0}
                 for (col, group), (p, j) in sorted(tally.items(), key=lambda kv: (columns.index(kv[0][0]), kv[0][1]))]
 
-    def section_of(rid: str) -> str:
-        return requirements[rid].section if rid in requirements else rid.split("/")[0]
-
-    def level_of(rid: str) -> str:
-        return requirements[rid].level if rid in requirements else "unknown"
-
-    overall = [{k: v for k, v in row.items() if k != "group"} for row in score_rows(lambda rid: "")]
+    overall = [{k: v for k, v in row.items() if k != "group"} for row in score_rows(lambda case: "")]
     by_section = [{"column": r["column"], "section": r["group"], "passed": r["passed"], "judged": r["judged"],
-                   "score": r["score"]} for r in score_rows(section_of)]
+                   "score": r["score"]} for r in score_rows(lambda case: case["section"])]
     by_level = [{"column": r["column"], "level": r["group"], "passed": r["passed"], "judged": r["judged"],
-                 "score": r["score"]} for r in score_rows(level_of)]
+                 "score": r["score"]} for r in score_rows(lambda case: case["level"])]
 
     changes = []
     by_broker: dict[str, list[str]] = defaultdict(list)

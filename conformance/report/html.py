@@ -33,7 +33,7 @@ VERDICT_MEANING = {
     "informational": "behaviour the spec leaves open, recorded",
     "unsupported": "the broker profile lacks a hook the case needs",
     "error": "the run itself broke",
-    "not-run": "not run on this broker@version",
+    "not-run": "not judged on this broker@version",
 }
 # Bar colours of the chart, one per broker; none is a verdict colour.
 BROKER_PALETTE = ("#0550ae", "#0a6b73", "#953800", "#57606a", "#6639ba", "#116329")
@@ -240,7 +240,7 @@ def render_matrix(model: dict, anchors: Anchors) -> str:
                 cell = by_cell.get((requirement["id"], column["key"]))
                 if cell is None:
                     cells.append(f'<td class="cell verdict-not-run" title="{esc(requirement["id"])} on '
-                                 f'{esc(column["key"])}: not run"></td>')
+                                 f'{esc(column["key"])}: not judged"></td>')
                     continue
                 case_ids = cell["case_ids"] or []
                 tip = "; ".join(f'{cid} {case_verdicts.get((cid, column["key"]), "not run")}' for cid in case_ids)
@@ -260,7 +260,8 @@ def render_matrix(model: dict, anchors: Anchors) -> str:
                         f'</th>{"".join(cells)}</tr>')
     return (f'<section class="block" id="matrix-section"><h2>Requirements × broker versions</h2>'
             f'<p class="note">One row per requirement, grouped by section; a cell shows the worst verdict of the '
-            f'cases behind it in the latest run of that broker version. Click a cell for the case page.</p>'
+            f'cases that judged it in the latest run of that broker version (a failing case judges only the '
+            f'requirement it names as violated). Click a cell for the case page.</p>'
             f'{render_legend()}<div class="matrix-wrap"><table id="matrix"><thead><tr>'
             f'<th class="corner">Requirement · level</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody>'
             f'</table></div></section>')

@@ -235,3 +235,17 @@ def test_selfcheck_runs_feed_the_sensitivity_matrix_not_the_compliance_matrix(sp
     html = (reports / "report" / "report.html").read_text()
     assert 'id="selfcheck"' in html and "drain-stripped" in html
     assert "Selfcheck on `ref-a@1.0`: 1 of 1 faults caught" in (reports / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("verdict, violated, requirement, counts", [
+    ("fail", "2.6.7/credit-formula", "2.6.7/credit-formula", True),
+    ("fail", "2.6.7/credit-formula", "2.6.7/no-send-without-credit", False),   # stopped before judging it
+    ("non-strict", "2.7.4/echo", "2.6.7/credit-formula", False),
+    ("fail", None, "2.6.7/credit-formula", True),                            # no violated id: counts for all
+    ("pass", None, "2.6.7/credit-formula", True),
+    ("informational", None, "2.6.7/credit-formula", True),
+    ("error", None, "2.6.7/credit-formula", True),
+])
+def test_a_case_verdict_speaks_for_the_requirement_it_names(verdict, violated, requirement, counts):
+    from conformance.history.analysis import requirement_verdict_counts
+    assert requirement_verdict_counts(verdict, violated, requirement) is counts
