@@ -17,8 +17,9 @@ from .. import __version__, catalogue
 from .store import VERDICTS, History
 
 JUDGED = ("pass", "fail", "non-strict")
-# worst first, for the verdict of a requirement tested by several cases
-REQUIREMENT_SEVERITY = {"fail": 5, "non-strict": 4, "error": 3, "unsupported": 2, "informational": 1, "pass": 0}
+# For the verdict of a requirement judged by several cases: a broken requirement or a broken run shows first;
+# then pass (some case saw it hold) over informational and unsupported (no case decided it).
+REQUIREMENT_SEVERITY = {"fail": 5, "non-strict": 4, "error": 3, "pass": 2, "informational": 1, "unsupported": 0}
 TREND_DAYS = 30
 
 
