@@ -249,3 +249,23 @@ def test_selfcheck_runs_feed_the_sensitivity_matrix_not_the_compliance_matrix(sp
 def test_a_case_verdict_speaks_for_the_requirement_it_names(verdict, violated, requirement, counts):
     from conformance.history.analysis import requirement_verdict_counts
     assert requirement_verdict_counts(verdict, violated, requirement) is counts
+
+
+@pytest.mark.broker
+def test_run_then_report_with_allure(spark, tmp_path, capsys):
+    """The whole path on a real broker: `run` writes a run directory with allure-results, `report --allure`
+    ingests it and builds the Allure 3 HTML report next to report.html."""
+    from conformance.history.cli import allure_command
+    if allure_command() is None:
+        pytest.fail("Allure 3 is not installed; ./dev setup all installs it")
+    reports = tmp_path / "reports"
+    code = main(["run", "2.6.8/1", "2.6.7/3", "--broker", "qpid-proton-c", "-n", "0", "--reports-dir", str(reports)])
+    assert code in (0, 1)
+    assert main(["report", "--reports-dir", str(reports), "--allure"]) == 0
+    out = capsys.readouterr().out
+    assert "Allure report:" in out
+    assert (reports / "report" / "allure" / "index.html").exists()
+    model = json.loads((reports / "report" / "report.json").read_text())
+    assert [c["broker"] for c in model["columns"]] == ["qpid-proton-c"]
+    assert {c["case_id"] for c in model["cells"]} == {"2.6.8/1", "2.6.7/3"}
+    assert all(c["ladder"] for c in model["cells"])
