@@ -6,6 +6,7 @@ This module owns their arguments, progress lines and exit codes; the work is in 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -14,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import EXIT_MUST_FAILED, EXIT_OK, ConformanceError, UsageError
+from ..errors import EXIT_MUST_FAILED, EXIT_OK, ConformanceError, SparkUnavailable, UsageError
 from ..results import DEFAULT_REPORTS_DIR
 
 
@@ -94,6 +95,21 @@ def _spark(args):
     return spark
 
 
+@contextlib.contextmanager
+def spark_job(what: str):
+    """A Spark failure inside (not bad input, which raises ConformanceError itself) becomes one line, exit 13."""
+    try:
+        yield
+    except ConformanceError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - only Spark's and py4j's own errors are turned into one line
+        if not type(exc).__module__.startswith(("pyspark", "py4j")):
+            raise
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise SparkUnavailable(f"the Spark job failed while {what} ({first}); Spark's log is in "
+                               "<reports-dir>/spark.log") from None
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
     tmp.write_text(text, "utf-8")
@@ -114,10 +130,12 @@ def cmd_report(args) -> int:
     spark = _spark(args)
     t0 = time.monotonic()
     if run_dirs:
-        history.ingest(spark, run_dirs, progress=_say)
+        with spark_job("ingesting runs"):
+            history.ingest(spark, run_dirs, progress=_say)
     t1 = time.monotonic()
     _say("analysing the history")
-    model = build_model(spark, history)
+    with spark_job("analysing the history"):
+        model = build_model(spark, history)
     validate_model(model)
     out.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(model)
@@ -182,7 +200,8 @@ def cmd_diff(args) -> int:
         if is_column(spec):
             if spark is None:
                 spark = _spark(args)
-            sides.append(side_from_history(spec, spark, _history(args)))
+            with spark_job(f"reading {spec} from the history"):
+                sides.append(side_from_history(spec, spark, _history(args)))
         else:
             sides.append(side_from_run(spec, reports))
     result = compare(*sides)
@@ -209,8 +228,10 @@ def cmd_bisect(args) -> int:
         from pyspark.sql import functions as F
         spark = _spark(args)
         labels = [b.label for b in builds]
-        rows = (history.records(spark).where((F.col("case_id") == args.case) & F.col("broker").isin(labels))
-                .groupBy("broker").agg(F.max_by(F.struct("verdict", "reason"), "started_at").alias("last")).collect())
+        with spark_job("reading the history"):
+            rows = (history.records(spark).where((F.col("case_id") == args.case) & F.col("broker").isin(labels))
+                    .groupBy("broker").agg(F.max_by(F.struct("verdict", "reason"), "started_at").alias("last"))
+                    .collect())
         known = {r["broker"]: (r["last"]["verdict"], r["last"]["reason"] or "") for r in rows}
         _say(f"the history knows {len(known)} of {len(builds)} builds for {args.case}")
     reasons: dict[int, str] = {}

@@ -16,6 +16,7 @@ with a one-line BadResults error naming the file and line.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import json
 import os
 import shutil
@@ -122,7 +123,9 @@ class History:
         if not paths:
             raise BadResults(f"the history {self.root} is empty; ingest runs first (amqp-conformance report "
                              "reports/)")
-        return spark.read.parquet(*paths).select(*RECORD_COLUMNS)
+        # one read per batch (each is its own partitioned table), then one union
+        frames = [spark.read.parquet(path).select(*RECORD_COLUMNS) for path in paths]
+        return functools.reduce(lambda a, b: a.unionByName(b), frames)
 
     def selfchecks(self) -> list[dict]:
         """The sensitivity matrices of ingested selfcheck runs (selfcheck.json with run_id and started_at)."""

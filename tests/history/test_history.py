@@ -269,3 +269,26 @@ def test_run_then_report_with_allure(spark, tmp_path, capsys):
     assert [c["broker"] for c in model["columns"]] == ["qpid-proton-c"]
     assert {c["case_id"] for c in model["cells"]} == {"2.6.8/1", "2.6.7/3"}
     assert all(c["ladder"] for c in model["cells"])
+
+
+def test_runs_ingested_at_different_times_are_read_together(spark, reports, tmp_path):
+    history = History(tmp_path / "history")
+    history.ingest(spark, [reports / "runs" / "run-1"])
+    history.ingest(spark, [reports / "runs" / "run-2"])
+    assert len(history.batch_dirs()) == 2
+    assert history.records(spark).count() == len(all_records(reports))
+    model = build_model(spark, history)
+    assert {c["key"] for c in model["columns"]} == {"ref-a@1.0", "ref-a@1.1", "ref-b@2.0"}
+    assert model["history"]["runs"] == 2
+
+
+def test_a_spark_failure_is_one_line(reports, capsys, monkeypatch, spark):
+    from pyspark.errors import PySparkException
+    import conformance.history.analysis as analysis
+
+    def broken(*_args, **_kwargs):
+        raise PySparkException("[SOMETHING] the executor went away\nlong Java stack")
+    monkeypatch.setattr(analysis, "build_model", broken)
+    assert main(["report", "--reports-dir", str(reports)]) == 13
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [err[0]] and "the Spark job failed while analysing the history ([SOMETHING] the executor" in err[0]
