@@ -93,7 +93,7 @@ def cmd_run(args) -> int:
     package_root = Path(__file__).resolve().parent.parent
     argv = ["--pyargs", "conformance.suite", "-p", "no:cacheprovider", "-p", "no:warnings", "-v", "-rfE",
             "--tb=line", "--rootdir", str(package_root),
-            "--run-dir", str(run.path), "--junitxml", str(run.path / "junit.xml"),
+            "--run-dir", str(run.path), "--junitxml", str(run.path / "junit.xml"), "-o", "junit_family=xunit1",
             "--alluredir", str(run.path / "allure-results"),
             "--quiet-period", str(args.quiet_period), "--frame-timeout", str(args.frame_timeout)]
     for b in brokers_wanted:
