@@ -149,7 +149,12 @@ def read_records(path: Path) -> list[dict]:
     return records
 
 
-def _atomic_write_json(path: Path, data: Any) -> None:
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `path` whole or not at all (a reader never sees half a file)."""
     tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str), "utf-8")
+    tmp.write_text(text, "utf-8")
     os.replace(tmp, path)
+
+
+def _atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str))

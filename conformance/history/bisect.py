@@ -145,12 +145,6 @@ def outcome_of(verdict: str) -> str:
 
 # -- running a case on a build ----------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class StartedBuild:
     """A running broker of a build: a managed node, a URL, or a process started by the build's command."""
 
@@ -168,7 +162,8 @@ class StartedBuild:
             return self
         url = build.url
         if build.command:
-            port = _free_port()
+            from ..brokers.managed import free_port
+            port = free_port()
             url = url.replace("{port}", str(port))
             self.process = subprocess.Popen(shlex.split(build.command.replace("{port}", str(port))),
                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

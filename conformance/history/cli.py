@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ..errors import EXIT_MUST_FAILED, EXIT_OK, ConformanceError, SparkUnavailable, UsageError
-from ..results import DEFAULT_REPORTS_DIR
+from ..results import DEFAULT_REPORTS_DIR, atomic_write_text
 
 
 def _spark_options(p) -> None:
@@ -110,12 +110,6 @@ def spark_job(what: str):
                                "<reports-dir>/spark.log") from None
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, path)
-
-
 def cmd_report(args) -> int:
     from ..report import render_html, render_markdown, validate_model
     from .analysis import build_model
@@ -139,9 +133,9 @@ def cmd_report(args) -> int:
     validate_model(model)
     out.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(model)
-    _atomic_write(out / "report.json", json.dumps(model, indent=1, sort_keys=True, default=str))
-    _atomic_write(out / "report.html", render_html(model))
-    _atomic_write(out / "report.md", markdown)
+    atomic_write_text(out / "report.json", json.dumps(model, indent=1, sort_keys=True, default=str))
+    atomic_write_text(out / "report.html", render_html(model))
+    atomic_write_text(out / "report.md", markdown)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         with open(summary_file, "a", encoding="utf-8") as fh:
