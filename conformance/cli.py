@@ -1,7 +1,9 @@
-"""The `amqp-conformance` command: list the catalogue, run the cases, manage brokers.
+"""The `amqp-conformance` command: list the catalogue, run the cases, manage brokers, report.
 
 This module owns argument parsing, the exit-code contract (conformance.errors) and turning every
-ConformanceError into a one-line `error: ...` message. The work itself lives in the other modules.
+ConformanceError into a one-line `error: ...` message. Each subcommand is registered by the `cli` module of
+the package that does its work (`COMMANDS`); they are imported plainly, so a broken module fails loudly
+instead of silently removing its command.
 """
 
 from __future__ import annotations
@@ -10,7 +12,15 @@ import argparse
 import sys
 
 from . import __version__, catalogue
+from .brokers import cli as brokers_cli
 from .errors import EXIT_INTERRUPTED, ConformanceError, UsageError
+from .explore import cli as explore_cli
+from .history import cli as history_cli
+from .mutants import cli as mutants_cli
+from .run import cli as run_cli
+
+# The packages whose `register(subparsers)` adds commands, in the order `--help` lists them.
+COMMANDS = (run_cli, explore_cli, history_cli, brokers_cli, mutants_cli)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -53,33 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="quote each requirement's sentence")
     p.set_defaults(func=_cmd_list)
 
-    try:
-        from .runner_cli import register as register_run
-        register_run(sub)
-    except ImportError:
-        pass
-    try:
-        from .history.cli import register as register_history
-        register_history(sub)
-    except ImportError:
-        pass
-    try:
-        from .brokers.cli import register as register_brokers
-        register_brokers(sub)
-    except ImportError:
-        pass
-    try:
-        from .mutants.cli import register as register_selfcheck
-        register_selfcheck(sub)
-    except ImportError:
-        pass
+    for module in COMMANDS:
+        module.register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
-        argv = list(__import__("sys").argv[1:] if argv is None else argv)
+        argv = list(sys.argv[1:] if argv is None else argv)
         extra: list[str] = []
         if "--" in argv:
             cut = argv.index("--")

@@ -21,6 +21,7 @@ EXIT_PERMISSION = 10          # e.g. not root for chroot/apt
 EXIT_MALFORMED_FRAME = 11     # the broker sent bytes our codec cannot decode
 EXIT_BAD_RESULTS = 12         # missing / corrupted results directory or file
 EXIT_SPARK_UNAVAILABLE = 13   # no Java, or the Spark master / Spark Connect server cannot be reached
+EXIT_CASE_ERROR = 14          # the run broke: a case ended in `error` (takes precedence over 1), or the engine did
 EXIT_INTERRUPTED = 130
 
 
@@ -81,3 +82,9 @@ class BadResults(ConformanceError):
 
 class SparkUnavailable(ConformanceError):
     exit_code = EXIT_SPARK_UNAVAILABLE
+
+
+class RunBroken(ConformanceError):
+    """The run itself broke after it started (pytest could not collect or run the cases)."""
+
+    exit_code = EXIT_CASE_ERROR

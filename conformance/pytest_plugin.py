@@ -1,20 +1,31 @@
-"""pytest plugin (entry point pytest11): the suite's options, brokers shared by all workers, and fixtures.
+"""pytest plugin (entry point pytest11): the suite's command-line options, its parametrisation and fixtures.
 
-Options: --broker NAME|URL (repeatable), --profile, --case SELECTOR (repeatable), --quiet-period,
---frame-timeout, --run-dir. With pytest-xdist the controller starts every managed broker once and hands
-the URLs to the workers (`pytest_configure_node`); it stops them when the run ends, also on Ctrl-C.
+This is the pytest face of the run pipeline (`conformance.run`). `amqp-conformance run` uses it through
+`pytest.main` with its own `Pipeline` object; people who run the suite as a pytest plugin use it directly:
 
-Fixtures: `conformance_broker` (a BrokerHandle; tests using it are parametrised over every --broker),
-`conformance_queue` (a fresh unique queue name on that broker), `conformance_options`, `conformance_run`.
-Tests requesting `conformance_broker` when no --broker was given fail with a message saying so.
+    pytest --pyargs conformance.suite --broker qpid-proton-c [--broker URL --profile P] [--case 2.6.8]
+           [--run-dir DIR] [--quiet-period S] [--frame-timeout S] [--connect-timeout S] [-n 2]
+
+With --broker given (and no pipeline passed in), a Pipeline is made here: it starts the managed brokers once,
+in the controller, hands them to pytest-xdist workers (`pytest_configure_node`) and stops them when the
+session ends, also on Ctrl-C; with --run-dir it writes a run directory as `amqp-conformance run` does. The
+defaults of the duration options are those of `conformance.run.options.RunOptions`.
+
+Fixtures: `conformance_broker` (the broker handle; tests using it are parametrised over every target),
+`conformance_case` (parametrised over the selected cases), `conformance_queue` (a fresh queue on that broker),
+`conformance_options` (the RunOptions) and `conformance_run` (the Pipeline: `run_one(case, broker)`).
+A test requesting `conformance_broker` when no --broker was given fails with a message saying so.
 """
 
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
+
+from conformance.run.options import FIELDS
+
+NO_BROKER = "no-broker"
 
 
 def pytest_addoption(parser):
@@ -25,102 +36,57 @@ def pytest_addoption(parser):
                     help="broker profile for --broker URLs (a profile name or a TOML file)")
     group.addoption("--case", action="append", default=[], metavar="ID|SECTION|REQUIREMENT",
                     help="only these cases (repeatable); default: all")
-    group.addoption("--quiet-period", type=float, default=0.5, metavar="SECONDS",
-                    help="how long a case watches that nothing more arrives (default 0.5)")
-    group.addoption("--frame-timeout", type=float, default=5.0, metavar="SECONDS",
-                    help="bound on every wait for an expected frame (default 5)")
+    for name in ("quiet_period", "frame_timeout", "connect_timeout"):
+        f = FIELDS[name]
+        group.addoption(f.metadata["flag"], type=float, default=None, metavar="SECONDS", help=f.metadata["help"])
     group.addoption("--run-dir", default=None, metavar="DIR",
                     help="write case results into this run directory (created if missing)")
 
 
-def _is_worker(config) -> bool:
-    return hasattr(config, "workerinput")
+def _pipeline(config):
+    from conformance.run.engine import PIPELINE
+    return config.stash.get(PIPELINE, None)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    config._amqp_handles = {}
-    config._amqp_started = []
-    if _is_worker(config):
-        config._amqp_records = json.loads(config.workerinput.get("amqp_conformance_brokers", "[]"))
+    if _pipeline(config) is not None:               # amqp-conformance run passed its own
         return
-    config._amqp_records = []
-    values = list(dict.fromkeys(config.getoption("--broker") or []))    # a broker named twice runs once
-    if not values:
+    from conformance.run.engine import WORKER_INPUT, Pipeline
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and WORKER_INPUT in workerinput:
+        pipeline = Pipeline.for_worker(json.loads(workerinput[WORKER_INPUT]), config.getoption("--run-dir"))
+    elif workerinput is None and config.getoption("--broker"):
+        from conformance.errors import ConformanceError
+        try:
+            pipeline = Pipeline.from_pytest_options(config)
+        except ConformanceError as exc:
+            raise pytest.UsageError(exc.message) from None
+    else:
         return
-    from conformance import brokers
-    from conformance.errors import ConformanceError
-    try:
-        specs = [brokers.resolve(v, config.getoption("--profile")) for v in values]
-        for spec in specs:
-            handle = start_broker(config, spec)
-            config._amqp_handles[spec.name] = handle
-            config._amqp_records.append(brokers.describe(handle, spec))
-    except ConformanceError as exc:
-        _stop_started(config)
-        _write_fatal(config, exc)
-        raise pytest.UsageError(f"{exc.message}") from None
-
-
-def start_broker(config, spec):
-    """Start (managed) or check (URL) one broker for this run; it is stopped at pytest_unconfigure."""
-    from conformance import brokers
-    handle = brokers.start(spec)
-    config._amqp_started.append(handle)
-    return handle
-
-
-def _write_fatal(config, exc) -> None:
-    run_dir = config.getoption("--run-dir")
-    if run_dir:
-        os.makedirs(run_dir, exist_ok=True)
-        with open(os.path.join(run_dir, "fatal.json"), "w") as fh:
-            json.dump({"message": exc.message, "exit_code": exc.exit_code}, fh)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_configure_node(node):  # pytest-xdist controller hook
-    node.workerinput["amqp_conformance_brokers"] = json.dumps(node.config._amqp_records)
-
-
-def _stop_started(config) -> None:
-    for handle in getattr(config, "_amqp_started", []):
-        if handle.managed is not None:
-            handle.managed.stop()
-    config._amqp_started = []
-
-
-def pytest_unconfigure(config):
-    _stop_started(config)
+    config.pluginmanager.register(pipeline, "amqp-conformance-pipeline")
 
 
 def pytest_generate_tests(metafunc):
+    pipeline = _pipeline(metafunc.config)
     if "conformance_broker" in metafunc.fixturenames:
-        names = [r["name"] for r in metafunc.config._amqp_records] or [NO_BROKER]
+        names = pipeline.labels() if pipeline is not None else [NO_BROKER]
         metafunc.parametrize("conformance_broker", names, indirect=True, ids=names)
     if "conformance_case" in metafunc.fixturenames:
-        from conformance.cases import select
-        cases = select(metafunc.config.getoption("--case") or None)
+        if pipeline is not None:
+            cases = pipeline.cases()
+        else:
+            from conformance.run.selection import select_cases
+            cases = select_cases(metafunc.config.getoption("--case") or None)
         metafunc.parametrize("conformance_case", cases, ids=[c.id for c in cases])
-
-
-NO_BROKER = "no-broker"
 
 
 @pytest.fixture
 def conformance_broker(request):
-    """The BrokerHandle of the broker this test is parametrised with (shared per process)."""
-    config = request.config
-    name = request.param
-    if name == NO_BROKER:
+    """The broker handle of the target this test is parametrised with (made once per process)."""
+    if request.param == NO_BROKER:
         pytest.fail("this test needs a broker: pass --broker NAME|URL (e.g. --broker qpid-proton-c)", pytrace=False)
-    handle = config._amqp_handles.get(name)
-    if handle is None:
-        from conformance import brokers
-        record = next(r for r in config._amqp_records if r["name"] == name)
-        spec = brokers.BrokerSpec(name, record["url"] if not record["managed"] else None, record["profile"])
-        handle = brokers.attach(spec, record)
-        config._amqp_handles[name] = handle
-    return handle
+    return _pipeline(request.config).handle(request.param)
 
 
 @pytest.fixture
@@ -136,19 +102,17 @@ def conformance_queue(conformance_broker, request):
 
 @pytest.fixture(scope="session")
 def conformance_options(pytestconfig):
-    from conformance.runner import RunOptions
-    return RunOptions(frame_timeout=pytestconfig.getoption("--frame-timeout"),
-                      quiet_period=pytestconfig.getoption("--quiet-period"))
+    pipeline = _pipeline(pytestconfig)
+    if pipeline is not None:
+        return pipeline.options
+    from conformance.run.options import RunOptions
+    return RunOptions()
 
 
 @pytest.fixture(scope="session")
 def conformance_run(pytestconfig):
-    run_dir = pytestconfig.getoption("--run-dir")
-    if not run_dir:
-        return None
-    from pathlib import Path
-
-    from conformance.results import RunDirectory
-    run = RunDirectory(Path(run_dir))
-    (run.path / "transcripts").mkdir(parents=True, exist_ok=True)
-    return run
+    """The run pipeline of this session: `conformance_run.run_one(case, broker)` runs and records one case."""
+    pipeline = _pipeline(pytestconfig)
+    if pipeline is None:
+        pytest.fail("no run: pass --broker NAME|URL (e.g. --broker qpid-proton-c)", pytrace=False)
+    return pipeline

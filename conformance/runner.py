@@ -15,18 +15,11 @@ import os
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
 from .cases.base import CaseConclusion, CaseSpec, Outcome
+from .run.options import RunOptions  # noqa: F401  (the one definition; importable here as before)
 from .verdict import CaseResult, Verdict
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    frame_timeout: float = 5.0     # bound on every wait for an expected frame
-    quiet_period: float = 0.5      # how long "nothing more arrives" is watched
-    connect_timeout: float = 5.0
 
 
 @contextlib.contextmanager

@@ -2,10 +2,11 @@
 
 A build is a managed broker (`rabbitmq-4.0`), a URL, or a command that starts a broker (with `{port}` in it
 and a URL to reach it). `bisect` looks up every build's verdict in the history first and runs the case only
-on the builds the search needs and the history lacks; each run is written as an ordinary run directory, so
-the history learns it. `run_one` is the `git bisect run` mode's step: 0 good, 1 bad, 125 cannot test.
+on the builds the search needs and the history lacks; each run goes through the run pipeline
+(`conformance.run`) as an ordinary run directory, so the history learns it. `bisect-run` is the
+`git bisect run` mode's step: 0 good, 1 bad, 125 cannot test.
 
-Sockets and processes live here (starting command builds); the search itself is `search()`, pure.
+Processes live here (starting command builds); the search itself is `search()`, pure.
 """
 
 from __future__ import annotations
@@ -146,19 +147,19 @@ def outcome_of(verdict: str) -> str:
 # -- running a case on a build ----------------------------------------------------------------------------------
 
 class StartedBuild:
-    """A running broker of a build: a managed node, a URL, or a process started by the build's command."""
+    """What a build needs before the run pipeline can take it: a process started by the build's command and
+    listening (managed brokers and URLs need nothing). `broker` is what the run is given: a BrokerSpec."""
 
     def __init__(self, build: Build):
         self.build = build
         self.process: subprocess.Popen | None = None
-        self.handle = None
+        self.broker = None
 
     def __enter__(self):
         from .. import brokers
         build = self.build
         if build.broker:
-            spec = brokers.resolve(build.broker, build.profile)
-            self.handle = brokers.start(spec)
+            self.broker = brokers.resolve(build.broker, build.profile)
             return self
         url = build.url
         if build.command:
@@ -169,8 +170,7 @@ class StartedBuild:
                                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                             start_new_session=True)
             self._wait_ready(url, build.ready_timeout)
-        spec = brokers.BrokerSpec(build.label, url, build.profile or "generic")
-        self.handle = brokers.start(spec)
+        self.broker = brokers.BrokerSpec(build.label, url, build.profile or "generic")
         return self
 
     def _wait_ready(self, url: str, timeout: float) -> None:
@@ -192,8 +192,6 @@ class StartedBuild:
                 time.sleep(0.1)  # bounded-wait-ok: polling a starting process's port with a deadline
 
     def __exit__(self, *exc):
-        if self.handle is not None and getattr(self.handle, "managed", None) is not None:
-            self.handle.managed.stop()
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -203,28 +201,21 @@ class StartedBuild:
                 self.process.wait(timeout=10)
 
 
-def run_case_on(build: Build, case_id: str, reports_dir: Path, options=None) -> dict:
-    """Run one case on one build; the result is recorded in a new run directory and returned as a record.
-    A build that cannot be started gives an `error` record (bisect: skip)."""
-    from ..cases import select
-    from ..results import RunDirectory
-    from ..runner import RunOptions, run_case
+def run_case_on(build: Build, case, reports_dir: Path, options=None, console=None) -> dict:
+    """Run one case (a CaseSpec) on one build through the run pipeline (an ordinary run directory, which the
+    history learns) and return its record. A build that cannot be started gives an `error` record without a
+    run directory (`run_id` None); bisect skips it."""
+    from ..run.engine import Plan, execute
+    from ..run.options import RunOptions
     from ..verdict import CaseResult, Verdict
-    spec = select([case_id])
-    if len(spec) != 1:
-        raise UsageError(f"{case_id!r} names {len(spec)} cases; bisect one case id (e.g. 2.6.8/2)")
-    spec = spec[0]
-    run = RunDirectory.create(reports_dir, brokers={build.label: {"url": None, "profile": build.profile}},
-                              options={"cases": [case_id], "bisect": True})
+    options = options or RunOptions(workers=0, reports_dir=reports_dir)
     try:
         with StartedBuild(build) as started:
-            result = run_case(spec, started.handle, options or RunOptions())
-            run.update_meta(brokers={build.label: {"product": started.handle.product,
-                                                   "version": started.handle.version}})
+            outcome = execute(Plan([case], [started.broker], options, meta={"kind": "bisect"},
+                                   selection={"cases": [case.id]}), console)
     except ConformanceError as exc:
-        result = CaseResult(spec.id, spec.title, spec.section, spec.level, list(spec.requirements), Verdict.ERROR,
+        result = CaseResult(case.id, case.title, case.section, case.level, list(case.requirements), Verdict.ERROR,
                             f"the build could not be tested: {exc.message}", build.label)
-    result.broker = build.label
-    run.record(result)
-    run.finish()
-    return {"run_id": run.run_id, **result.to_record()}
+        return {"run_id": None, **result.to_record()}
+    [record] = outcome.records
+    return {"run_id": outcome.run.run_id, **record}

@@ -1,7 +1,9 @@
 """`amqp-conformance report | diff | bisect | bisect-run`: the commands over results and their history.
 
 This module owns their arguments, progress lines and exit codes; the work is in store (ingest), analysis
-(report model), conformance.report (rendering), diff and bisect.
+(report model), conformance.report (rendering), diff and bisect. `bisect` and `bisect-run` choose their case
+and options as `run` does (conformance.run: selectors, -k, --frame-timeout, ...) and run it through the run
+pipeline.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import time
 from pathlib import Path
 
 from ..errors import EXIT_MUST_FAILED, EXIT_OK, ConformanceError, SparkUnavailable, UsageError
-from ..results import DEFAULT_REPORTS_DIR, atomic_write_text
+from ..run import options as run_options
+from ..run import selection
+from ..run.directory import atomic_write_text
 
 
 def _spark_options(p) -> None:
@@ -27,7 +31,7 @@ def _spark_options(p) -> None:
 
 
 def _history_options(p) -> None:
-    p.add_argument("--reports-dir", default=str(DEFAULT_REPORTS_DIR), help="where runs are (default reports/)")
+    run_options.add_arguments(p, "reports_dir")
     p.add_argument("--history", default=None, help="history directory (default <reports-dir>/history)")
     _spark_options(p)
 
@@ -51,18 +55,19 @@ def register(sub) -> None:
     d.set_defaults(func=cmd_diff)
 
     b = sub.add_parser("bisect", help="first build of an ordered series where a case stops passing")
-    b.add_argument("case", metavar="CASE", help="case id, e.g. 2.6.8/2")
+    selection.add_arguments(b)
     b.add_argument("--build", action="append", default=[], metavar="NAME|URL",
                    help="a build, in order, oldest first (managed broker name or URL); repeatable")
     b.add_argument("--builds", default=None, metavar="FILE.toml",
                    help="builds from a file: [[build]] label, broker | url | command (+ url), profile")
     b.add_argument("--no-history", action="store_true", help="run every point the search needs")
     _history_options(b)
+    run_options.add_arguments(b, "frame_timeout", "quiet_period", "connect_timeout")
     b.set_defaults(func=cmd_bisect)
 
     g = sub.add_parser("bisect-run", help="one `git bisect run` step: build, start, run a case; exit 0 good, "
                                           "1 bad, 125 cannot test")
-    g.add_argument("case", metavar="CASE")
+    selection.add_arguments(g)
     g.add_argument("--start", default=None, metavar="CMD", help="command that starts the broker ({port} filled in)")
     g.add_argument("--url", default=None, help="where the started broker listens (amqp://host:{port})")
     g.add_argument("--broker", default=None, metavar="NAME|URL", help="instead of --start: a managed broker or URL")
@@ -71,7 +76,7 @@ def register(sub) -> None:
     g.add_argument("--profile", default=None)
     g.add_argument("--label", default=None, help="name of this build in results (default: git describe)")
     g.add_argument("--ready-timeout", type=float, default=60.0)
-    g.add_argument("--reports-dir", default=str(DEFAULT_REPORTS_DIR))
+    run_options.add_arguments(g, "frame_timeout", "quiet_period", "connect_timeout", "reports_dir")
     g.set_defaults(func=cmd_bisect_run)
 
 
@@ -79,18 +84,35 @@ def _say(message: str) -> None:
     print(f"[amqp-conformance] {message}", flush=True)
 
 
+def _reports(args) -> Path:
+    return Path(args.reports_dir) if args.reports_dir else run_options.default_reports_dir()
+
+
 def _history(args):
     from .store import History
-    reports = Path(args.reports_dir)
-    return History(Path(args.history) if args.history else reports / "history")
+    return History(Path(args.history) if args.history else _reports(args) / "history")
+
+
+def _one_case(args):
+    """The one case `bisect` / `bisect-run` follows: the selectors and -k must name exactly one."""
+    cases = selection.select_cases(args.selectors, args.keyword)      # exit 3 unknown case, 2 bad -k
+    if len(cases) != 1:
+        shown = ", ".join(c.id for c in cases[:6]) + (", ..." if len(cases) > 6 else "")
+        raise UsageError(f"bisect follows one case; the selection names {len(cases)} ({shown}): give one case id "
+                         "or narrow it with -k")
+    return cases[0]
 
 
 def _spark(args):
+    import importlib.util
+    if importlib.util.find_spec("pyspark") is None:
+        raise SparkUnavailable(f"`{args.command}` needs PySpark, which is not installed; run ./dev report (it "
+                               "installs the report extras, Java and Allure) or pip install 'amqp-conformance[report]'")
     from .spark import SparkTarget, session
     t0 = time.monotonic()
     target = SparkTarget(master=args.spark_master, remote=args.spark_remote)
     _say(f"starting Spark ({target.label})")
-    spark = session(target, log_file=Path(args.reports_dir) / "spark.log")
+    spark = session(target, log_file=_reports(args) / "spark.log")
     _say(f"Spark ready in {time.monotonic() - t0:.1f} s")
     return spark
 
@@ -113,14 +135,15 @@ def spark_job(what: str):
 def cmd_report(args) -> int:
     from ..report import render_html, render_markdown, validate_model
     from .analysis import build_model
-    from .store import find_run_dirs
-    reports = Path(args.reports_dir)
+    from .store import check_run_dirs, find_run_dirs
+    reports = _reports(args)
     history = _history(args)
     out = Path(args.out) if args.out else reports / "report"
     run_dirs: list[Path] = []
     if not args.no_ingest:
         sources = [Path(r) for r in args.runs] or [reports]
         run_dirs = find_run_dirs(sources)           # BadResults before Spark starts
+        check_run_dirs(run_dirs)                    # a finished run with records missing: exit 12, nothing ingested
     spark = _spark(args)
     t0 = time.monotonic()
     if run_dirs:
@@ -187,7 +210,7 @@ def build_allure(run_dirs: list[Path], out: Path) -> None:
 
 def cmd_diff(args) -> int:
     from .diff import compare, format_diff, is_column, side_from_history, side_from_run
-    reports = Path(args.reports_dir)
+    reports = _reports(args)
     sides = []
     spark = None
     for spec in (args.a, args.b):
@@ -209,8 +232,8 @@ def cmd_diff(args) -> int:
 
 def cmd_bisect(args) -> int:
     from .bisect import BAD, build_from_arg, load_builds, outcome_of, run_case_on, search
-    from ..cases import select
-    select([args.case])                                    # exit 3 for an unknown case
+    case = _one_case(args)
+    options = run_options.from_args(args, workers=0)
     if args.builds and args.build:
         raise UsageError("give builds either with --build (repeatable) or --builds FILE, not both")
     builds = load_builds(Path(args.builds)) if args.builds else [build_from_arg(b) for b in args.build]
@@ -223,11 +246,11 @@ def cmd_bisect(args) -> int:
         spark = _spark(args)
         labels = [b.label for b in builds]
         with spark_job("reading the history"):
-            rows = (history.records(spark).where((F.col("case_id") == args.case) & F.col("broker").isin(labels))
+            rows = (history.records(spark).where((F.col("case_id") == case.id) & F.col("broker").isin(labels))
                     .groupBy("broker").agg(F.max_by(F.struct("verdict", "reason"), "started_at").alias("last"))
                     .collect())
         known = {r["broker"]: (r["last"]["verdict"], r["last"]["reason"] or "") for r in rows}
-        _say(f"the history knows {len(known)} of {len(builds)} builds for {args.case}")
+        _say(f"the history knows {len(known)} of {len(builds)} builds for {case.id}")
     reasons: dict[int, str] = {}
 
     def probe(i: int):
@@ -237,14 +260,15 @@ def cmd_bisect(args) -> int:
             reasons[i] = f"{verdict} (history): {reason}"
             _say(f"[{i + 1}/{len(builds)}] {build.label}: {verdict} (from the history)")
             return outcome_of(verdict), "history"
-        _say(f"[{i + 1}/{len(builds)}] {build.label}: running {args.case}")
-        record = run_case_on(build, args.case, Path(args.reports_dir))
-        reasons[i] = f"{record['verdict']} (run {record['run_id']}): {record['reason']}"
+        _say(f"[{i + 1}/{len(builds)}] {build.label}: running {case.id}")
+        record = run_case_on(build, case, options.reports_dir, options)
+        run = f"run {record['run_id']}" if record["run_id"] else "not started"
+        reasons[i] = f"{record['verdict']} ({run}): {record['reason']}"
         _say(f"[{i + 1}/{len(builds)}] {build.label}: {record['verdict']} - {record['reason'][:100]}")
         return outcome_of(record["verdict"]), "run"
 
     result = search(len(builds), probe)
-    print(f"\nbisect {args.case} over {len(builds)} builds:")
+    print(f"\nbisect {case.id} over {len(builds)} builds:")
     for step in sorted(result.steps, key=lambda s: s.index):
         print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {step.outcome:<5} {reasons[step.index][:100]}")
     ran = sum(1 for s in result.steps if s.source == "run")
@@ -261,9 +285,9 @@ def cmd_bisect_run(args) -> int:
     """Exit codes follow `git bisect run`: 0 good, 1 bad, 125 cannot test (never another code)."""
     from .bisect import BISECT_BAD, BISECT_GOOD, BISECT_SKIP, GOOD, BAD, Build, build_from_arg, outcome_of, \
         run_case_on
-    from ..cases import select
     try:
-        select([args.case])
+        case = _one_case(args)
+        options = run_options.from_args(args, workers=0)
         if args.broker:
             build = build_from_arg(args.broker)
         elif args.start and args.url:
@@ -282,9 +306,9 @@ def cmd_bisect_run(args) -> int:
         if proc.returncode != 0:
             _say(f"build failed (exit {proc.returncode}): skip")
             return BISECT_SKIP
-    record = run_case_on(build, args.case, Path(args.reports_dir))
+    record = run_case_on(build, case, options.reports_dir, options)
     outcome = outcome_of(record["verdict"])
-    _say(f"{build.label}: {args.case} {record['verdict']} - {record['reason'][:120]}")
+    _say(f"{build.label}: {case.id} {record['verdict']} - {record['reason'][:120]}")
     return {GOOD: BISECT_GOOD, BAD: BISECT_BAD}.get(outcome, BISECT_SKIP)
 
 

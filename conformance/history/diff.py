@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadResults, UsageError
-from ..results import read_records
+from ..run.directory import read_records
 from .analysis import classify_change
 
 _COLUMN = re.compile(r"^(?P<broker>[^@/\s]+)@(?P<version>[^@/\s]+)$")

@@ -78,7 +78,7 @@ def session(target: SparkTarget | None = None, app_name: str = "amqp-conformance
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise SparkUnavailable("pyspark is not installed; run ./dev setup (or pip install 'amqp-conformance[report]')") \
+        raise SparkUnavailable("pyspark is not installed; run ./dev report (or pip install 'amqp-conformance[report]')") \
             from None
     if target.remote:
         if not target.remote.startswith("sc://"):

@@ -10,7 +10,10 @@ Layout of a history directory (default `reports/history/`):
 An ingest either lands whole (one directory rename) or not at all, so an interrupted or failed ingest leaves
 nothing half-written in the history. A run is identified by the `run_id` of its run.json: ingesting it again
 skips it. Lines of results.jsonl that do not parse (a run cut off mid-write, a corrupted file) stop the ingest
-with a one-line BadResults error naming the file and line.
+with a one-line BadResults error naming the file and line, and so does a run that finished (`finished_at`)
+with fewer records than it scheduled (`scheduled`): its results.jsonl was cut short (`check_run_dirs`). A run
+that never finished (interrupted, killed) is ingested as it is; runs.json keeps its `finished_at: null`, the
+count of its records (`records`) and what it scheduled, so the report can show it as unfinished.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Callable, Iterable
 from filelock import FileLock, Timeout
 
 from ..errors import BadResults
-from ..results import read_records
+from ..run.directory import count_records, read_records
 
 VERDICTS = ("pass", "fail", "non-strict", "informational", "unsupported", "error")
 
@@ -73,6 +76,13 @@ def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
     return found
 
 
+def check_run_dirs(run_dirs: Iterable[Path]) -> None:
+    """BadResults (exit 12) for the first run directory that cannot be ingested as it is (see the module
+    docstring); reads only run.json and counts lines, so it is cheap enough to run before Spark starts."""
+    for run_dir in run_dirs:
+        _read_run_meta(Path(run_dir))
+
+
 def _read_run_meta(run_dir: Path) -> dict:
     meta_file = run_dir / "run.json"
     try:
@@ -85,8 +95,15 @@ def _read_run_meta(run_dir: Path) -> dict:
                          "re-run it") from None
     if not isinstance(meta, dict) or not meta.get("run_id"):
         raise BadResults(f"{meta_file} has no run_id; it was not written by amqp-conformance run")
-    if not (run_dir / "results.jsonl").exists():
+    results = run_dir / "results.jsonl"
+    if not results.exists():
         raise BadResults(f"{run_dir} has no results.jsonl (the run finished no case); remove it or re-run it")
+    scheduled = meta.get("scheduled")
+    if meta.get("finished_at") and isinstance(scheduled, int):
+        recorded = count_records(results)
+        if recorded < scheduled:
+            raise BadResults(f"{results} is incomplete: {recorded} of the {scheduled} records its finished run "
+                             "wrote; restore the file or re-run (nothing was ingested)")
     return meta
 
 
@@ -199,7 +216,8 @@ class History:
             runs = []
             for run_id, (run_dir, meta) in metas.items():
                 runs.append({**{k: v for k, v in meta.items() if k != "options"}, "options": meta.get("options"),
-                             "source": str(run_dir.resolve()), "batch_id": batch_id})
+                             "source": str(run_dir.resolve()), "batch_id": batch_id,
+                             "records": count_records(run_dir / "results.jsonl")})
             (staging / "runs.json").write_text(json.dumps(runs, indent=1, sort_keys=True, default=str), "utf-8")
             self.batches.mkdir(parents=True, exist_ok=True)
             os.replace(staging, self.batches / batch_id)       # the ingest becomes visible here, whole
@@ -272,7 +290,7 @@ class History:
 
     @staticmethod
     def _write_ladders(metas: dict[str, tuple[Path, dict]], staging: Path) -> int:
-        from ..results import _safe
+        from ..run.directory import _safe
         count = 0
         with open(staging / "ladders.jsonl", "w", encoding="utf-8") as out:
             for run_id, (run_dir, _) in metas.items():

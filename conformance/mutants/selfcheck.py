@@ -1,194 +1,135 @@
 """Selfcheck: run the cases directly, through the transparent proxy, and through the proxy once per fault;
 compute the sensitivity matrix (fault x case: which verdicts flip, and to what).
 
-This module owns the selfcheck run and its report: the order of the runs (direct, proxy without fault, one
-run per fault), the parallel execution (worker processes, each with its own proxy; exclusive cases keep
-`runner.broker_lock` on the real broker), the comparison, and the report files `selfcheck.json` and
-`selfcheck.md` in the run directory (next to `run.json` and `results.jsonl`, see docs/results.md). It
-prints one progress line per finished configuration. The broker itself is started and stopped by the caller.
+This module owns the selfcheck plan and its report. The plan is an ordinary run of the pipeline
+(`conformance.run.engine.execute`) with one target per configuration over the one broker: the broker itself
+(`direct`), and the broker behind a mutant proxy without fault (`<broker>+proxy`) and with each fault
+(`<broker>+<fault>`), the proxy put in front by `proxied` in each worker process (exclusive cases keep the
+real broker's lock). From the records it builds the comparison and writes `selfcheck.json` and
+`selfcheck.md` into the run directory (next to `run.json` and `results.jsonl`, see docs/results.md);
+transcripts are kept for the direct run and for the cases whose verdict a configuration changed.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import json
-import multiprocessing
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .. import catalogue
-from ..runner import RunOptions, run_case
-from ..verdict import Verdict
+from ..run.engine import Outcome, Plan, execute
+from ..run.options import RunOptions
+from ..run.targets import Target
 from .faults import FAULTS
+from .handle import ProxiedBroker
 
 DIRECT = "direct"
 PROXY = "proxy"
-DETECTING = (Verdict.FAIL.value, Verdict.NON_STRICT.value)
+DETECTING = ("fail", "non-strict")
 SHORT = {"pass": "pass", "fail": "FAIL", "non-strict": "n-s", "informational": "info", "unsupported": "unsup",
          "error": "ERROR"}
 
 
-@dataclass
-class ConfigRun:
-    config: str                   # "direct", "proxy" or a fault name
-    verdicts: dict[str, str] = field(default_factory=dict)
-    records: dict[str, dict] = field(default_factory=dict)
-    duration_s: float = 0.0
+class SelfcheckProxy(ProxiedBroker):
+    """The broker behind a mutant proxy (fault None: transparent), named after its configuration; a case
+    during which the proxy hit an error says so in its observations."""
+
+    def __init__(self, broker, fault: str | None, label: str):
+        super().__init__(broker, fault)
+        self.name = label
+        self._errors_seen = 0
+
+    def annotate(self, result) -> None:
+        errors = self.proxy.stats.errors
+        if errors > self._errors_seen:
+            result.observations["proxy_error"] = self.proxy.last_error
+        self._errors_seen = errors
+
+    def close(self) -> None:
+        self.stop_proxy()
 
 
-# -- running one case (in this process or in a worker) ----------------------------------------------------
+def proxied(broker, config: str, label: str) -> SelfcheckProxy:
+    """The wrapper the selfcheck targets name (conformance.run.targets.Target.wrap)."""
+    return SelfcheckProxy(broker, None if config == PROXY else config, label)
 
-_worker: dict = {}
-
-
-def _init_worker(spec_fields: dict, record: dict) -> None:
-    from .. import brokers
-    _worker["broker"] = brokers.attach(brokers.BrokerSpec(**spec_fields), record)
-
-
-def _broker_for(config: str, broker=None):
-    """The handle a case runs against for `config`: the broker itself, or a ProxiedBroker (kept per config)."""
-    from .handle import ProxiedBroker
-    broker = broker if broker is not None else _worker["broker"]
-    if config == DIRECT:
-        return broker
-    key = (config, id(broker))
-    if _worker.get("proxied_key") != key:
-        _release_in_process()
-        _worker["proxied"] = ProxiedBroker(broker, None if config == PROXY else config)
-        _worker["proxied_key"] = key
-    return _worker["proxied"]
-
-
-def _run_one(config: str, case_id: str, options: RunOptions, keep_unless: str | None, broker=None):
-    from ..cases import load_all
-    spec = load_all()[case_id]
-    target = _broker_for(config, broker)
-    errors = target.proxy.stats.errors if config != DIRECT else 0
-    result = run_case(spec, target, options)
-    if config != DIRECT and target.proxy.stats.errors > errors:     # a fault raised: say so in the record
-        result.observations["proxy_error"] = target.proxy.last_error
-    if keep_unless is not None and result.verdict.value == keep_unless:
-        result.transcripts, result.ladders = [], []        # unchanged verdict: no need to keep the frames
-    return result
-
-
-def _release_in_process() -> None:
-    _worker.pop("proxied_key", None)
-    current = _worker.pop("proxied", None)
-    if current is not None:
-        current.stop_proxy()
-
-
-# -- the whole selfcheck ----------------------------------------------------------------------------------
 
 def configs_for(faults: list[str]) -> list[str]:
     return [DIRECT, PROXY] + list(faults)
 
 
-def run_selfcheck(broker, case_ids: list[str], faults: list[str], *, workers: int = 2,
-                  options: RunOptions | None = None, broker_spec=None, run=None,
-                  progress: Callable[[str], None] = print) -> dict:
-    """Run every configuration and return the report (also written into `run`, a RunDirectory, if given).
+def targets_for(broker_name: str, faults: list[str]) -> dict[str, Target]:
+    """config -> the target that runs it."""
+    out = {DIRECT: Target(broker_name, broker_name)}
+    for config in configs_for(faults)[1:]:
+        out[config] = Target(f"{broker_name}+{config}", broker_name, wrap=f"{__name__}:proxied", wrap_arg=config)
+    return out
 
-    `broker`: a started broker handle. With workers >= 2 and `broker_spec` (a conformance.brokers
-    BrokerSpec), cases run in that many worker processes that attach to the broker; otherwise in this
-    process, one after another (the reference broker of the suite's own tests runs this way)."""
+
+def run_selfcheck(broker, cases: list, faults: list[str], *, options: RunOptions | None = None,
+                  selection: dict | None = None, console=None) -> tuple[dict, Outcome]:
+    """Run every configuration as one run of the pipeline and return (the report, the run's outcome); the
+    report is also written into the run directory.
+
+    `broker`: a conformance.brokers BrokerSpec (started and stopped by the run; cases run in worker processes
+    as options.workers says) or a broker handle running in this process (cases then run here)."""
     options = options or RunOptions()
-    runs: dict[str, ConfigRun] = {}
-    pool = None
-    if workers >= 2 and broker_spec is not None:
-        from .. import brokers
-        record = brokers.describe(broker, broker_spec)
-        pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                      initializer=_init_worker,
-                                      initargs=({"name": broker_spec.name, "url": broker_spec.url,
-                                                 "profile": broker_spec.profile}, record))
-    try:
-        for config in configs_for(faults):
-            started = time.monotonic()
-            keep = None if config == DIRECT else runs.get(DIRECT, ConfigRun(DIRECT)).verdicts
-            cr = ConfigRun(config)
-            if pool is not None:
-                futures = {pool.submit(_run_one, config, cid, options, keep and keep.get(cid)): cid
-                           for cid in case_ids}
-                results = {futures[f]: f.result() for f in cf.as_completed(futures)}
-            else:
-                results = {}
-                try:
-                    for cid in case_ids:
-                        results[cid] = _run_one(config, cid, options, keep and keep.get(cid), broker)
-                finally:
-                    _release_in_process()
-            for cid in case_ids:
-                result = results[cid]
-                label = getattr(broker, "name", "broker")
-                result.broker = label if config == DIRECT else f"{label}+{config}"
-                cr.verdicts[cid] = result.verdict.value
-                cr.records[cid] = result.to_record()
-                if run is not None:
-                    run.record(result)
-            cr.duration_s = round(time.monotonic() - started, 1)
-            runs[config] = cr
-            progress(progress_line(cr, runs))
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-    report = build_report(broker, case_ids, faults, runs, workers, options)
-    if run is not None:
-        write_report(run.path, report)
-    return report
-
-
-def progress_line(cr: ConfigRun, runs: dict[str, ConfigRun]) -> str:
-    head = f"  {cr.config:<24} {len(cr.verdicts):>3} cases {cr.duration_s:>6.1f} s"
-    if cr.config == DIRECT:
-        counts: dict[str, int] = {}
-        for v in cr.verdicts.values():
-            counts[v] = counts.get(v, 0) + 1
-        return head + "  " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-    base = runs[DIRECT] if cr.config == PROXY else runs.get(PROXY, runs[DIRECT])
-    flips = _flips(base.verdicts, cr.verdicts)
-    if cr.config == PROXY:
-        return head + ("  same verdicts as direct" if not flips else
-                       "  DIFFERS from direct: " + ", ".join(f"{c} {a}->{b}" for c, (a, b) in flips.items()))
-    detected = any(b in DETECTING for _, b in flips.values())
-    what = ", ".join(f"{c} {a}->{b}" for c, (a, b) in flips.items()) or "no case flipped"
-    return head + ("  detected: " if detected else "  NOT DETECTED: ") + what
+    name = broker.name
+    targets = targets_for(name, faults)
+    plan = Plan(list(cases), [broker], options, targets=list(targets.values()), meta={"kind": "selfcheck"},
+                selection={**(selection or {}), "faults": list(faults)})
+    outcome = execute(plan, console)
+    by_label = {t.label: config for config, t in targets.items()}
+    runs = {config: {"verdicts": {}, "records": {}, "duration_s": 0.0} for config in targets}
+    for record in outcome.records:
+        run = runs[by_label[record["broker"]]]
+        run["verdicts"][record["case_id"]] = record["verdict"]
+        run["records"][record["case_id"]] = record
+        run["duration_s"] += record.get("duration_s") or 0.0
+    case_ids = [c.id for c in cases]
+    direct = runs[DIRECT]["verdicts"]
+    for config, run in runs.items():          # keep the frames only where a configuration changed a verdict
+        if config != DIRECT:
+            for cid, verdict in run["verdicts"].items():
+                if direct.get(cid) == verdict:
+                    outcome.run.drop_transcripts(cid, targets[config].label)
+    identity = (outcome.run.read_meta().get("brokers") or {}).get(name, {})
+    report = build_report({"name": name, "product": identity.get("product"), "version": identity.get("version")},
+                          case_ids, faults, runs, options)
+    write_report(outcome.run.path, report)
+    return report, outcome
 
 
 def _flips(before: dict[str, str], after: dict[str, str]) -> dict[str, tuple[str, str]]:
     return {c: (before[c], after[c]) for c in after if c in before and before[c] != after[c]}
 
 
-def build_report(broker, case_ids: list[str], faults: list[str], runs: dict[str, ConfigRun], workers: int,
+def build_report(broker: dict, case_ids: list[str], faults: list[str], runs: dict[str, dict],
                  options: RunOptions) -> dict:
-    direct, proxied = runs[DIRECT], runs[PROXY]
-    transparency = _flips(direct.verdicts, proxied.verdicts)
+    """runs: config -> {"verdicts": case -> verdict, "records": case -> record, "duration_s"}."""
+    verdicts = {config: {c: run["verdicts"].get(c, "error") for c in case_ids} for config, run in runs.items()}
+    transparency = _flips(verdicts[DIRECT], verdicts[PROXY])
     fault_rows = {}
     for name in faults:
         cls = FAULTS[name]
-        flips = _flips(proxied.verdicts, runs[name].verdicts)
+        flips = _flips(verdicts[PROXY], verdicts[name])
         req = catalogue.get(cls.requirement)
+        records = runs[name]["records"]
         fault_rows[name] = {
             "requirement": cls.requirement, "level": req.level, "summary": cls.summary,
             "detected": any(b in DETECTING for _, b in flips.values()),
-            "all_green": all(v not in DETECTING + ("error",) for v in runs[name].verdicts.values()),
-            "flipped": {c: {"from": a, "to": b, "violated": runs[name].records[c].get("violated"),
-                            "reason": runs[name].records[c].get("reason", "")[:200]}
+            "all_green": all(v not in DETECTING + ("error",) for v in verdicts[name].values()),
+            "flipped": {c: {"from": a, "to": b, "violated": records.get(c, {}).get("violated"),
+                            "reason": (records.get(c, {}).get("reason") or "")[:200]}
                         for c, (a, b) in flips.items()},
-            "duration_s": runs[name].duration_s,
+            "duration_s": round(runs[name]["duration_s"], 1),
         }
     return {
-        "broker": getattr(broker, "name", "broker"),
-        "product": getattr(broker, "product", None), "version": getattr(broker, "version", None),
-        "workers": workers, "options": {"frame_timeout": options.frame_timeout,
-                                        "quiet_period": options.quiet_period},
+        "broker": broker["name"], "product": broker.get("product"), "version": broker.get("version"),
+        "workers": options.workers, "options": {"frame_timeout": options.frame_timeout,
+                                                "quiet_period": options.quiet_period},
         "cases": list(case_ids),
-        "verdicts": {config: cr.verdicts for config, cr in runs.items()},
-        "durations_s": {config: cr.duration_s for config, cr in runs.items()},
+        "verdicts": verdicts,
+        "durations_s": {config: round(run["duration_s"], 1) for config, run in runs.items()},
         "transparent": not transparency,
         "proxy_vs_direct": {c: {"direct": a, "proxy": b} for c, (a, b) in transparency.items()},
         "faults": fault_rows,

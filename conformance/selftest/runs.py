@@ -1,7 +1,8 @@
 """Real run directories made quickly: cases run against reference brokers (optionally faulted).
 
 The suite's own tests of the history, report, diff and bisect use these: the records, transcripts and
-ladders are exactly what `amqp-conformance run` writes, from the same runner, without a managed broker.
+ladders are exactly what `amqp-conformance run` writes, from the same pipeline (`conformance.run`), without a
+managed broker: the reference brokers run in this process, and so do their cases.
 """
 
 from __future__ import annotations
@@ -23,23 +24,20 @@ class ReferenceBuild:
 def write_reference_run(reports_dir: Path, builds: list[ReferenceBuild], case_ids: list[str],
                         run_id: str | None = None, quiet_period: float = 0.2) -> Path:
     """Run `case_ids` against each build into one new run directory; return its path."""
-    from ..cases import select
-    from ..results import RunDirectory
-    from ..runner import RunOptions, run_case
-    cases = select(case_ids)
-    run = RunDirectory.create(Path(reports_dir), run_id=run_id,
-                              brokers={b.name: {"url": None, "profile": "reference"} for b in builds},
-                              options={"cases": case_ids, "reference": True})
-    options = RunOptions(quiet_period=quiet_period, frame_timeout=5.0)
-    for build in builds:
-        handle = ReferenceBrokerHandle(faults=build.faults, config=BrokerConfig(version=build.version),
-                                       name=build.name)
-        handle.version = build.version
-        try:
-            for spec in cases:
-                run.record(run_case(spec, handle, options))
-        finally:
+    from ..run.engine import Plan, execute
+    from ..run.options import RunOptions
+    from ..run.selection import select_cases
+    handles = []
+    try:
+        for build in builds:
+            handle = ReferenceBrokerHandle(faults=build.faults, config=BrokerConfig(version=build.version),
+                                           name=build.name)
+            handle.version = build.version
+            handles.append(handle)
+        options = RunOptions(quiet_period=quiet_period, workers=0, reports_dir=Path(reports_dir))
+        outcome = execute(Plan(select_cases(case_ids), handles, options, run_id=run_id,
+                               selection={"cases": case_ids, "reference": True}))
+    finally:
+        for handle in handles:
             handle.stop()
-        run.update_meta(brokers={build.name: {"product": handle.product, "version": build.version}})
-    run.finish()
-    return run.path
+    return outcome.run.path

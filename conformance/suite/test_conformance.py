@@ -1,6 +1,6 @@
-"""One pytest test per (case, broker). The verdict is the case's; pytest's outcome only mirrors it:
-pass and informational pass, non-strict passes with a warning, unsupported is skipped with its reason,
-fail fails, error fails with "ERROR:" (the run broke, not the broker)."""
+"""One pytest item per (case, target), run by the pipeline (conformance.run.engine.Pipeline.run_one).
+The verdict is the case's; pytest's outcome only mirrors it for JUnit and Allure: pass and informational
+pass, non-strict passes with a warning, unsupported is skipped, fail fails, error fails with "ERROR:"."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import warnings
 
 import pytest
 
-from conformance.runner import run_case
 from conformance.verdict import Verdict
 
 
@@ -17,9 +16,7 @@ class NonStrict(UserWarning):
 
 
 def test_case(conformance_case, conformance_broker, conformance_options, conformance_run, record_property):
-    result = run_case(conformance_case, conformance_broker, conformance_options)
-    if conformance_run is not None:
-        conformance_run.record(result)
+    result = conformance_run.run_one(conformance_case, conformance_broker, conformance_options)
     record_property("verdict", result.verdict.value)
     record_property("requirements", " ".join(result.requirement_ids))
     record_property("reason", result.reason)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conformance.cli import main
-from conformance.results import RunDirectory
+from conformance.run.selection import select_cases
 from conformance.runner import RunOptions, run_case
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
@@ -18,14 +18,15 @@ def test_selfcheck_report_against_the_reference_broker(tmp_path):
     from conformance.mutants.selfcheck import render_text, run_selfcheck
     from conformance.selftest.handle import ReferenceBrokerHandle
     broker = ReferenceBrokerHandle()
-    run = RunDirectory.create(tmp_path, kind="selfcheck")
-    lines = []
+    options = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0, reports_dir=tmp_path)
     try:
-        report = run_selfcheck(broker, ["2.6.8/1", "2.6.7/1"], ["drain-stripped", "transfer-beyond-credit"],
-                               workers=0, options=OPTIONS, run=run, progress=lines.append)
+        report, outcome = run_selfcheck(broker, select_cases(["2.6.8/1", "2.6.7/1"]),
+                                        ["drain-stripped", "transfer-beyond-credit"], options=options)
     finally:
         broker.stop()
-    assert [line.split()[0] for line in lines] == ["direct", "proxy", "drain-stripped", "transfer-beyond-credit"]
+    run = outcome.run
+    assert run.read_meta()["kind"] == "selfcheck" and run.read_meta()["scheduled"] == 8 and outcome.complete
+    assert list(report["verdicts"]) == ["direct", "proxy", "drain-stripped", "transfer-beyond-credit"]
     assert report["transparent"] and report["ok"]
     assert report["faults"]["drain-stripped"]["flipped"] == {
         "2.6.7/1": {"from": "pass", "to": "fail", "violated": "2.6.7/drain-advance",
@@ -39,6 +40,10 @@ def test_selfcheck_report_against_the_reference_broker(tmp_path):
     assert {r["broker"] for r in records} == {"reference", "reference+proxy", "reference+drain-stripped",
                                               "reference+transfer-beyond-credit"}
     assert len(records) == 8
+    transcripts = {p.name for p in (run.path / "transcripts").glob("*.json")}
+    assert "2.6.7_1__reference.json" in transcripts                       # the direct run keeps its frames
+    assert "2.6.7_1__reference_drain-stripped.json" in transcripts         # so does a changed verdict
+    assert "2.6.8_1__reference_drain-stripped.json" not in transcripts     # an unchanged one does not
     text = render_text(report)
     assert "faults detected: 2 of 2" in text and "same verdicts as direct" in text
 

@@ -1,14 +1,17 @@
-"""Results of a run on disk: the run directory, one JSON record per case, transcripts and ladders.
+"""A run on disk: the run directory, one JSON record per case, transcripts and ladders.
 
 This module owns the on-disk layout (documented in docs/results.md):
 
-    <reports>/runs/<run-id>/run.json            run metadata (suite version, git revision, brokers, options)
+    <reports>/runs/<run-id>/run.json            run metadata (suite version, git revision, brokers, options,
+                                                how many case x broker pairs were scheduled, when it finished)
     <reports>/runs/<run-id>/results.jsonl       one record per finished case, appended and flushed
     <reports>/runs/<run-id>/transcripts/<case>__<broker>.json / .txt   frames and ladder diagram
 
 Each record is written as one line with a single write under a file lock, so concurrent pytest-xdist
-workers never interleave and an interrupted run leaves every finished case readable. Secrets never reach
-these files: URLs are stored redacted, transcripts come already redacted from the peer.
+workers never interleave and an interrupted run leaves every finished case readable. `finished_at` is set
+only when every scheduled pair has its record; a run that stopped early says why in `stopped`, and one that
+was killed keeps `finished_at: null`. run.json is strict JSON (no NaN). Secrets never reach these files: URLs
+are stored redacted, transcripts come already redacted from the peer.
 """
 
 from __future__ import annotations
@@ -24,11 +27,10 @@ from typing import Any
 
 from filelock import FileLock
 
-from . import __version__
-from .errors import BadResults
-from .verdict import CaseResult
-
-DEFAULT_REPORTS_DIR = Path(os.environ.get("AMQP_CONFORMANCE_REPORTS", "reports"))
+from .. import __version__
+from ..errors import BadResults
+from ..verdict import CaseResult
+from .options import default_reports_dir
 
 
 def new_run_id(now: _dt.datetime | None = None) -> str:
@@ -61,8 +63,15 @@ class RunDirectory:
 
     @classmethod
     def create(cls, reports_dir: Path | None = None, run_id: str | None = None, **metadata: Any) -> "RunDirectory":
+        """A new run directory `<reports_dir>/runs/<run_id>` (run_id: UTC time and pid unless given)."""
         run_id = run_id or new_run_id()
-        run = cls(Path(reports_dir or DEFAULT_REPORTS_DIR) / "runs" / run_id)
+        return cls.at(Path(reports_dir or default_reports_dir()) / "runs" / run_id, run_id=run_id, **metadata)
+
+    @classmethod
+    def at(cls, path: Path, run_id: str | None = None, **metadata: Any) -> "RunDirectory":
+        """The run directory at `path`, created with its run.json unless it has one already."""
+        run = cls(Path(path))
+        run_id = run_id or run.path.name
         (run.path / "transcripts").mkdir(parents=True, exist_ok=True)
         with run._lock:
             if not run.meta_file.exists():
@@ -77,7 +86,7 @@ class RunDirectory:
                     "brokers": {},
                     **metadata,
                 }
-                _atomic_write_json(run.meta_file, meta)
+                _atomic_write_json(run.meta_file, meta, strict=True)
         return run
 
     @property
@@ -98,7 +107,7 @@ class RunDirectory:
                     meta[key].update(value)
                 else:
                     meta[key] = value
-            _atomic_write_json(self.meta_file, meta)
+            _atomic_write_json(self.meta_file, meta, strict=True)
 
     def read_meta(self) -> dict:
         try:
@@ -124,11 +133,44 @@ class RunDirectory:
                 fh.flush()
                 os.fsync(fh.fileno())
 
-    def finish(self) -> None:
-        self.update_meta(finished_at=_dt.datetime.now(_dt.timezone.utc).isoformat())
+    def finish(self, stopped: str | None = None) -> bool:
+        """The run ended: `finished_at` is set when every scheduled pair has its record (or nothing was
+        scheduled); otherwise `stopped` (why it ended early) is recorded and `finished_at` stays null.
+        Returns whether the run is complete."""
+        scheduled = self.read_meta().get("scheduled")
+        recorded = self.record_count()
+        complete = stopped is None and (not isinstance(scheduled, int) or recorded >= scheduled)
+        if complete:
+            self.update_meta(finished_at=_now())
+        else:
+            why = stopped or f"{recorded} of {scheduled} scheduled cases have a record"
+            self.update_meta(stopped={"at": _now(), "reason": why, "recorded": recorded})
+        return complete
+
+    def record_count(self) -> int:
+        return count_records(self.results_file)
 
     def records(self) -> list[dict]:
         return read_records(self.results_file)
+
+    def drop_transcripts(self, case_id: str, broker: str) -> None:
+        """Remove the transcript files of one record (selfcheck keeps only those whose verdict changed)."""
+        stem = _safe(f"{case_id}__{broker}")
+        for suffix in (".json", ".txt"):
+            (self.path / "transcripts" / f"{stem}{suffix}").unlink(missing_ok=True)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+
+
+def count_records(path: Path) -> int:
+    """How many non-empty lines results.jsonl holds (0 when it does not exist); nothing is parsed."""
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    except FileNotFoundError:
+        return 0
 
 
 def read_records(path: Path) -> list[dict]:
@@ -156,5 +198,6 @@ def atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str))
+def _atomic_write_json(path: Path, data: Any, *, strict: bool = False) -> None:
+    """strict: refuse NaN and infinities (run.json must be valid JSON for every reader)."""
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=not strict))

@@ -1,0 +1,330 @@
+"""The one run loop: cases x targets scheduled over workers by pytest, each result recorded and reported.
+
+This module owns how a run happens. `execute(plan, console)` starts the brokers (`targets.Brokers`), creates
+the run directory with the number of case x target pairs it schedules, and runs pytest in this process on the
+suite's single test (`conformance/suite/test_conformance.py`, one item per pair) with a `Pipeline` object
+passed to `pytest.main(..., plugins=[pipeline])`. pytest does what it is good at: pytest-xdist schedules the
+items over worker processes (-n), the junitxml plugin writes junit.xml, allure-pytest writes allure-results.
+Its own console output is kept off the terminal; the `console` shows the verdicts instead.
+
+`Pipeline` is that plugin object, in three roles: the controller of a run (`execute`, or `pytest --broker ...`
+through `conformance.pytest_plugin`), a pytest-xdist worker (built from what the controller sends it), or
+both at once when cases run in this process (-n 0/1). Every case of every command goes through
+`Pipeline.run_one`, the only caller of the one-case runner (`conformance.runner.run_case`): run it, let a
+wrapped broker annotate it, append it to results.jsonl, and hand its record to the controller on the test
+report (`report.amqp_record`), where the console prints it. A pair whose test could not even start (its broker
+could not be attached) gets an `error` record all the same, so a finished run has a record per scheduled pair.
+
+Nothing travels through files but the results: brokers are started (and fail, with their exit codes) before
+pytest runs; what happened inside pytest is read off the plugin object (the records, a Ctrl-C through
+`pytest_keyboard_interrupt`, a stop by --maxfail) and off `pytest.main`'s exit status and captured output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from ..errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK, ConformanceError, RunBroken, UsageError
+from .directory import RunDirectory
+from .options import RunOptions
+from .targets import Brokers, Target
+
+SUITE = "conformance.suite"
+TEST = "test_case"                      # the suite's one test function: one item per case x target
+WORKER_INPUT = "amqp_conformance"        # key of the plan in pytest-xdist's workerinput
+PIPELINE = pytest.StashKey["Pipeline"]()
+
+
+def exit_code(records: list[dict]) -> int:
+    """A finished run's exit code: 14 when any case ended in error (the run broke there), else 1 when a
+    MUST-level case failed, else 0. (Errors before anything ran have their own codes, raised earlier.)"""
+    if any(r.get("verdict") == "error" for r in records):
+        return EXIT_CASE_ERROR
+    if any(r.get("verdict") == "fail" and r.get("level") == "MUST" for r in records):
+        return EXIT_MUST_FAILED
+    return EXIT_OK
+
+
+@dataclass
+class Plan:
+    """What to run: the cases, the brokers (BrokerSpecs to start or check, or handles running in this
+    process), the targets over them (default: each broker as it is), options and what run.json says."""
+
+    cases: list
+    brokers: list
+    options: RunOptions = field(default_factory=RunOptions)
+    targets: list[Target] | None = None
+    selection: dict = field(default_factory=dict)     # how the cases were chosen (selectors, -k): into run.json
+    meta: dict = field(default_factory=dict)          # more run.json fields, e.g. {"kind": "selfcheck"}
+    run_id: str | None = None
+    junit: bool = False
+    allure: bool = False
+    pytest_args: list[str] = field(default_factory=list)
+
+    def resolved_targets(self) -> list[Target]:
+        if self.targets is not None:
+            return list(self.targets)
+        return [Target(b.name, b.name) for b in self.brokers]
+
+    @property
+    def scheduled(self) -> int:
+        return len(self.cases) * len(self.resolved_targets())
+
+
+@dataclass
+class Outcome:
+    run: RunDirectory
+    records: list[dict]            # the records of this run, in the order the cases finished
+    complete: bool                 # every scheduled pair has its record
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.records)
+
+
+def execute(plan: Plan, console=None) -> Outcome:
+    """Run `plan`: start the brokers, run every case on every target, record and report each result; stop the
+    brokers. Raises ConformanceError for what stops a run before it starts (its exit code says what),
+    RunBroken (exit 14) when pytest cannot run the cases, KeyboardInterrupt after a Ctrl-C (the finished
+    cases are kept and shown)."""
+    if not plan.cases:
+        raise UsageError("no case is selected; run `amqp-conformance list --cases` to see them")
+    targets = plan.resolved_targets()
+    options = plan.options
+    from .. import brokers as _brokers
+    if not options.in_process and not all(isinstance(b, _brokers.BrokerSpec) for b in plan.brokers):
+        options = RunOptions(**{**options.to_json(), "workers": 0})    # a handle in this process: no workers
+    started = Brokers.start(plan.brokers, options, say=console.note if console is not None else None)
+    try:
+        run = RunDirectory.create(options.reports_dir, plan.run_id, brokers=started.identities(),
+                                  options={**options.to_json(), **plan.selection}, scheduled=plan.scheduled,
+                                  **plan.meta)
+        pipeline = Pipeline(options, [c.id for c in plan.cases], targets, started, run, console)
+        if console is not None:
+            console.begin(plan.scheduled, run.path, cases=len(plan.cases), targets=[t.label for t in targets])
+        output = io.StringIO()
+        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            status = pytest.main(_argv(plan, options, run), plugins=[pipeline])
+        interrupted = pipeline.interrupted
+        if status == pytest.ExitCode.INTERRUPTED and not interrupted:
+            raise RunBroken(f"pytest could not collect the cases ({_first_error(output.getvalue())}); "
+                            "reinstall amqp-conformance (./dev setup)")
+        if status == pytest.ExitCode.USAGE_ERROR:
+            raise UsageError(f"pytest refused its arguments: {_first_error(output.getvalue())}; check what you "
+                             "passed after --")
+        if status in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.NO_TESTS_COLLECTED):
+            raise RunBroken(f"pytest stopped the run ({_first_error(output.getvalue())}); results so far are in "
+                            f"{run.path}")
+        complete = run.finish(stopped="interrupted (Ctrl-C)" if interrupted else
+                              ("pytest stopped early (e.g. --maxfail)" if pipeline.stopped_early() else None))
+        run.update_meta(brokers=_identities_from(pipeline.records))
+        outcome = Outcome(run, pipeline.records, complete)
+        if console is not None:
+            console.end(outcome, interrupted=interrupted)
+        if interrupted:
+            raise KeyboardInterrupt
+        return outcome
+    finally:
+        started.close()
+
+
+def _argv(plan: Plan, options: RunOptions, run: RunDirectory) -> list[str]:
+    suite_dir = Path(__file__).resolve().parent.parent / "suite"
+    argv = ["--pyargs", SUITE, "-c", str(suite_dir / "pytest.ini"), "--rootdir", str(suite_dir.parent.parent),
+            "--disable-plugin-autoload", "-p", "conformance.pytest_plugin", "-p", "no:cacheprovider",
+            "-p", "no:warnings", "-p", "no:stepwise", "-v", "--tb=line", "--run-dir", str(run.path)]
+    if not options.in_process:
+        argv += ["-p", "xdist.plugin", "-n", str(options.workers)]
+    if plan.junit:
+        argv += ["--junitxml", str(run.path / "junit.xml"), "-o", "junit_family=xunit1"]
+    if plan.allure:
+        argv += ["-p", "allure_pytest.plugin", "--alluredir", str(run.path / "allure-results")]
+    return argv + list(plan.pytest_args)
+
+
+def _first_error(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith(("ERROR", "E ", "INTERNALERROR")):
+            return line[:300]
+    return (lines[-1] if lines else "no output")[:300]
+
+
+def _identities_from(records: list[dict]) -> dict:
+    """broker -> product and version as the cases' own `open` frames announced them."""
+    seen: dict[str, dict] = {}
+    for r in records:
+        if r.get("broker_product") or r.get("broker_version"):
+            seen.setdefault(r["broker"], {"product": r.get("broker_product"), "version": r.get("broker_version")})
+    return seen
+
+
+class Pipeline:
+    """The pytest plugin object of one run (see the module docstring for its roles)."""
+
+    def __init__(self, options: RunOptions, case_ids: list[str], targets: list[Target], brokers: Brokers,
+                 run: RunDirectory | None = None, console=None, *, owns_brokers: bool = False):
+        self.options = options
+        self.case_ids = list(case_ids)
+        self.targets = {t.label: t for t in targets}
+        self.brokers = brokers
+        self.run = run
+        self.console = console
+        self.owns_brokers = owns_brokers      # stop them at pytest_unconfigure (pytest --broker ...)
+        self.records: list[dict] = []         # controller: records of the finished cases, as reported
+        self.interrupted = False
+        self.scheduled: int | None = None
+        self._current: dict | None = None
+        self._session = None
+        self._worker = False
+
+    # -- building it ---------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_pytest_options(cls, config) -> "Pipeline":
+        """For `pytest --broker NAME|URL ...` (the suite used as a pytest plugin): brokers started here and
+        stopped at the end of the session; --run-dir gets a run directory like `amqp-conformance run` writes."""
+        from .options import FIELDS
+        from .selection import select_cases
+        from .targets import resolve
+        given = {name: config.getoption(FIELDS[name].metadata["flag"]) for name in
+                 ("frame_timeout", "quiet_period", "connect_timeout")}
+        options = RunOptions(**{k: v for k, v in given.items() if v is not None})
+        cases = select_cases(config.getoption("--case") or None)
+        specs = resolve(config.getoption("--broker"), config.getoption("--profile"))
+        started = Brokers.start(specs, options)
+        run = None
+        run_dir = config.getoption("--run-dir")
+        if run_dir:
+            run = RunDirectory.at(Path(run_dir), brokers=started.identities(),
+                                  options={**options.to_json(), "cases": config.getoption("--case")})
+        return cls(options, [c.id for c in cases], [Target(s.name, s.name) for s in specs], started, run,
+                   owns_brokers=True)
+
+    @classmethod
+    def for_worker(cls, data: dict, run_dir: str | None) -> "Pipeline":
+        return cls(RunOptions.from_json(data["options"]), data["cases"], [Target(**t) for t in data["targets"]],
+                   Brokers.attached(data["brokers"]), RunDirectory(Path(run_dir)) if run_dir else None)
+
+    def worker_input(self) -> dict:
+        return {"options": self.options.to_json(), "cases": self.case_ids,
+                "targets": [t.to_json() for t in self.targets.values()], "brokers": self.brokers.records}
+
+    # -- what the suite's test and fixtures ask for -----------------------------------------------------------
+
+    def cases(self) -> list:
+        from ..cases import load_all
+        known = load_all()
+        return [known[cid] for cid in self.case_ids]
+
+    def labels(self) -> list[str]:
+        return list(self.targets)
+
+    def handle(self, label: str):
+        return self.brokers.handle(self.targets[label])
+
+    def run_one(self, case, broker, options: RunOptions | None = None):
+        """Run one case on one broker handle: the result, recorded (results.jsonl, transcripts) and kept for
+        the test report. This is the only place a case is run."""
+        from ..runner import run_case
+        result = run_case(case, broker, options or self.options)
+        annotate = getattr(type(broker), "annotate", None)
+        if callable(annotate):
+            annotate(broker, result)
+        self._keep(result)
+        return result
+
+    def _keep(self, result) -> None:
+        if self.run is not None:
+            self.run.record(result)
+        self._current = result.to_record()
+
+    # -- pytest hooks ----------------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config) -> None:
+        config.stash[PIPELINE] = self
+        self._worker = hasattr(config, "workerinput")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:       # pytest-xdist controller: what a worker needs
+        node.workerinput[WORKER_INPUT] = json.dumps(self.worker_input())
+
+    def pytest_sessionstart(self, session) -> None:
+        self._session = session
+
+    def pytest_collection_finish(self, session) -> None:      # in-process runs (the controller collects)
+        self._scheduled(sum(1 for item in session.items if _is_case(item.nodeid)))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:   # workers collected
+        self._scheduled(sum(1 for nodeid in ids if _is_case(nodeid)))
+
+    def _scheduled(self, count: int) -> None:
+        if self.scheduled is None:
+            self.scheduled = count
+            if self.run is not None and not isinstance(self.run.read_meta().get("scheduled"), int):
+                self.run.update_meta(scheduled=count)
+
+    def pytest_runtest_setup(self, item) -> None:
+        self._current = None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        report = yield
+        if not _is_case(item.nodeid):
+            return report
+        if report.when == "call" and self._current is not None:
+            report.amqp_record = self._current
+        elif report.when in ("setup", "call") and report.failed and self._current is None:
+            report.amqp_record = self._broken(item, report)
+        return report
+
+    def _broken(self, item, report) -> dict | None:
+        """An error record for a pair whose test broke outside the case (e.g. its broker could not be
+        attached in this worker), so that every scheduled pair has a record."""
+        from ..verdict import CaseResult, Verdict
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        case, label = params.get("conformance_case"), params.get("conformance_broker")
+        if case is None or label is None:
+            return None
+        reason = (report.longreprtext.strip().splitlines() or ["no message"])[-1]
+        result = CaseResult(case.id, case.title, case.section, case.level, list(case.requirements),
+                            Verdict.ERROR, f"the case could not run ({report.when}): {reason[:300]}", label)
+        self._keep(result)
+        return self._current
+
+    def pytest_runtest_logreport(self, report) -> None:
+        record = getattr(report, "amqp_record", None)
+        if record is None or self._worker:
+            return
+        self.records.append(record)
+        if self.console is not None:
+            self.console.case(record)
+
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        self.interrupted = True
+
+    def pytest_sessionfinish(self, session) -> None:
+        if self.owns_brokers and self.run is not None and not self._worker:     # pytest --run-dir DIR
+            self.run.finish(stopped="interrupted (Ctrl-C)" if self.interrupted else None)
+
+    def pytest_unconfigure(self, config) -> None:
+        if self.owns_brokers or self._worker:      # `execute` closes the brokers it started itself
+            self.brokers.close()
+
+    # -- after pytest returns -----------------------------------------------------------------------------
+
+    def stopped_early(self) -> bool:
+        session = self._session
+        return bool(session is not None and (session.shouldstop or session.shouldfail))
+
+
+def _is_case(nodeid: str) -> bool:
+    return f"::{TEST}[" in nodeid and "test_conformance.py" in nodeid
