@@ -129,11 +129,37 @@ def build_model(spark, history: History, ladders: bool = True) -> dict:
     aggregates, columns_info, trends = aggregate(history.records(spark))
     selfchecks = latest_selfchecks(history.selfchecks())
     total_records = sum(a["records"] for a in aggregates)
-    return model_from_aggregates(aggregates, columns_info, trends, history_runs=len(history.runs()),
-                                 total_records=total_records,
-                                 ladders=history.ladders({(a["run_id"], a["case_id"], a["broker"])
-                                                          for a in aggregates}) if ladders else {},
-                                 selfchecks=selfchecks)
+    runs = history.runs()
+    model = model_from_aggregates(aggregates, columns_info, trends, history_runs=len(runs),
+                                  total_records=total_records,
+                                  ladders=history.ladders({(a["run_id"], a["case_id"], a["broker"])
+                                                           for a in aggregates}) if ladders else {},
+                                  selfchecks=selfchecks)
+    return mark_unfinished(model, runs)
+
+
+def unfinished_runs(runs: list[dict]) -> list[dict]:
+    """The runs that never finished (interrupted, killed, stopped early: run.json's `finished_at` is null), as
+    the report model's `unfinished_runs` entries: what they recorded is kept, but they are not whole runs."""
+    out = []
+    for r in sorted(runs, key=lambda r: r.get("started_at") or ""):
+        if r.get("finished_at"):
+            continue
+        stopped = r.get("stopped") if isinstance(r.get("stopped"), dict) else {}
+        out.append({"run_id": r.get("run_id"), "started_at": r.get("started_at") or "",
+                    "brokers": sorted(r.get("brokers") or {}), "records": r.get("records"),
+                    "scheduled": r.get("scheduled"), "reason": stopped.get("reason") or "never finished"})
+    return out
+
+
+def mark_unfinished(model: dict, runs: list[dict]) -> dict:
+    """Add `unfinished_runs` to the model and `unfinished: true` to every cell whose run never finished."""
+    unfinished = unfinished_runs(runs)
+    ids = {u["run_id"] for u in unfinished}
+    model["unfinished_runs"] = unfinished
+    for cell in model["cells"]:
+        cell["unfinished"] = cell["run_id"] in ids
+    return model
 
 
 def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict], trends: dict, *,

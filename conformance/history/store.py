@@ -102,6 +102,7 @@ def _read_run_meta(run_dir: Path) -> dict:
     if meta.get("finished_at") and isinstance(scheduled, int):
         recorded = count_records(results)
         if recorded < scheduled:
+            _check_lines(results)           # a line cut in half is named first, by its number
             raise BadResults(f"{results} is incomplete: {recorded} of the {scheduled} records its finished run "
                              "wrote; restore the file or re-run (nothing was ingested)")
     return meta

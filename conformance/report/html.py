@@ -184,6 +184,7 @@ article.result .reason{margin:8px 0 4px}
 pre.ladder{background:#0d1117;color:#e6edf3;padding:10px 12px;border-radius:6px;overflow:auto;font-size:12px;
  line-height:1.4;margin:6px 0 0}
 details summary{cursor:pointer;color:#0550ae;font-size:12.5px;margin-top:4px}
+.unfinished{border-left:4px solid #bf8700;background:#fff8c5;padding-left:12px}
 """ + verdict_rules
 
 
@@ -518,6 +519,7 @@ def render_html(model: dict) -> str:
             f'<style>{render_css()}</style></head><body>'
             + render_header(model)
             + '<main id="report">'
+            + render_unfinished(model)
             + render_summary_cards(model)
             + render_matrix(model, anchors)
             + render_chart(model)
@@ -530,3 +532,19 @@ def render_html(model: dict) -> str:
             + "</main>"
             + f'<div id="case-pages">{case_pages}</div>'
             + "</body></html>\n")
+
+
+def render_unfinished(model: dict) -> str:
+    """A visible warning for runs that never finished (interrupted or killed): their cells are marked."""
+    runs = model.get("unfinished_runs") or []
+    if not runs:
+        return ""
+    items = []
+    for r in runs:
+        counted = (f'{r["records"]} of {r["scheduled"]} cases recorded' if r.get("scheduled") is not None
+                   else f'{r.get("records", "?")} cases recorded')
+        items.append(f'<li>run <code>{esc(r["run_id"])}</code> ({esc(", ".join(r["brokers"]))}), started '
+                     f'{esc(r["started_at"])}: {esc(counted)}; {esc(r["reason"])}</li>')
+    return ('<section class="block unfinished" id="unfinished"><h2>&#9888; Unfinished runs</h2>'
+            '<p class="note">These runs never finished: the verdicts of the cases they recorded stand, but they are '
+            f'not whole runs.</p><ul>{"".join(items)}</ul></section>')

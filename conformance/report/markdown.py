@@ -63,6 +63,8 @@ def render_markdown(model: dict) -> str:
         per_verdict = " | ".join(str(counts[column["key"]][v]) for v in VERDICTS)
         out.append(f"| {md_code(column['key'])} | {shown} | {ratio} | {per_verdict} |")
 
+    out += render_unfinished(model)
+
     titles = {c["id"]: c["title"] for c in model["cases"]}
     fails = [c for c in model["cells"] if c["verdict"] == "fail"]
     out += ["", f"### MUST failures ({len(fails)})", ""]
@@ -96,3 +98,17 @@ def render_markdown(model: dict) -> str:
                 for f in check["faults"]]
     out += ["", "Full matrix, case pages with transcripts, scores and duration trends: `report.html`.", ""]
     return "\n".join(out)
+
+
+def render_unfinished(model: dict) -> list[str]:
+    """A warning for runs that never finished: their verdicts stand, but they are not whole runs."""
+    runs = model.get("unfinished_runs") or []
+    if not runs:
+        return []
+    lines = ["", f"### ⚠ Unfinished runs ({len(runs)})", ""]
+    for r in runs:
+        counted = (f"{r['records']} of {r['scheduled']} cases recorded" if r.get("scheduled") is not None
+                   else f"{r.get('records', '?')} cases recorded")
+        lines.append(f"- UNFINISHED run {md_code(r['run_id'])} ({', '.join(md_code(b) for b in r['brokers'])}), "
+                     f"started {md_text(r['started_at'])}: {counted}; {md_text(r['reason'])}")
+    return lines

@@ -30,6 +30,10 @@ Schema (every key listed is required; extra keys are allowed and ignored)::
                     "max_s": number, "last_s": number, "series": [[str (ISO 8601), number], ...]}]
     }
 
+Optional: "unfinished_runs": [{"run_id", "started_at", "brokers": [str], "records": int | null,
+"scheduled": int | null, "reason": str}] lists runs that never finished (interrupted or killed; their records
+are kept), and a cell from such a run carries "unfinished": true.
+
 VERDICT is one of pass, fail, non-strict, informational, unsupported, error. The judged verdicts are pass,
 fail and non-strict; score = passed / judged (0 when nothing was judged). Every column, case and
 requirement named anywhere must be listed in "columns", "cases" and "requirements"; a (case, column) or

@@ -1,0 +1,72 @@
+"""The pipeline's engine from outside: `pytest --broker ...` (the suite as a pytest plugin) writes the same run
+directory as `amqp-conformance run`, with pytest-xdist workers; `run` needs only the base dependencies
+(pytest, pytest-xdist, allure-pytest, filelock): with the test and report extras made unimportable it still
+runs, -n 2 included."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+EXTRAS = ("hypothesis", "proton", "pyspark", "py4j", "pytest_timeout", "cproton")
+
+BLOCKER = """\
+import importlib.abc, sys
+BLOCKED = {blocked!r}
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{{name}} is blocked: not a base dependency of amqp-conformance run")
+sys.meta_path.insert(0, Blocker())
+"""
+
+
+def test_the_base_dependencies_are_what_run_needs():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    base = " ".join(project["dependencies"]).lower()
+    assert not any(x in base for x in ("hypothesis", "proton", "pyspark", "pytest-timeout"))
+    assert "pyspark" in " ".join(project["optional-dependencies"]["report"])
+    test = " ".join(project["optional-dependencies"]["test"])
+    assert all(x in test for x in ("hypothesis", "python-qpid-proton", "pyspark", "pytest-timeout"))
+
+
+def test_run_works_without_the_test_and_report_extras(tmp_path, reference_url):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCKER.format(blocked=EXTRAS))
+    env = {**os.environ, "PYTHONPATH": str(site), "CI": "1"}
+    probe = subprocess.run([sys.executable, "-c", "import hypothesis"], env=env, capture_output=True, text=True)
+    assert probe.returncode != 0 and "blocked" in probe.stderr, "the blocker works"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "2.6.8/1", "2.7.4/4", "--broker",
+                           reference_url, "-n", "2", "--reports-dir", str(tmp_path / "reports")],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "blocked" not in proc.stdout + proc.stderr
+    assert "exit 0" in proc.stdout and proc.stdout.count(" pass ") + proc.stdout.count("\npass ") >= 2
+
+
+def test_pytest_plugin_mode_writes_the_same_run_directory(tmp_path, reference_url):
+    run_dir = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--rootdir",
+                           str(REPO), "--pyargs", "conformance.suite", "--broker", reference_url, "--case", "2.6.8",
+                           "--run-dir", str(run_dir), "--quiet-period", "0.2"],
+                          capture_output=True, text=True, timeout=300, cwd=str(REPO))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "3 passed" in proc.stdout                   # pytest's own console, untouched in plugin mode
+    records = [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["case_id"] for r in records) == ["2.6.8/1", "2.6.8/2", "2.6.8/3"]
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["scheduled"] == 3 and meta["finished_at"] and meta["options"]["quiet_period"] == 0.2
+
+
+def test_pytest_plugin_mode_refuses_a_bad_option(tmp_path, reference_url):
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", str(REPO),
+                           "--pyargs", "conformance.suite", "--broker", reference_url, "--quiet-period", "-1"],
+                          capture_output=True, text=True, timeout=120, cwd=str(REPO))
+    assert proc.returncode == 4, proc.stdout + proc.stderr          # pytest's usage error
+    assert "--quiet-period -1.0: give a finite number of seconds greater than 0" in proc.stderr
