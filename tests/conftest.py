@@ -26,14 +26,16 @@ def reference_reports(tmp_path_factory):
     """A reports directory with two real runs against reference brokers (no managed broker needed):
     run 1: ref-a@1.0 (well-behaved) and ref-b@2.0 (credit applied cumulatively);
     run 2: ref-a@1.1 (drain ignored: a regression of 2.6.8/2) and ref-b@2.0 again."""
+    from conformance.run.options import RunOptions
     from conformance.selftest.engine import Faults
     from conformance.selftest.runs import ReferenceBuild, write_reference_run
     reports = tmp_path_factory.mktemp("reference-reports")
     cases = ["2.6.7/3", "2.6.8/1", "2.6.8/2", "2.7.4/1"]
+    fast = RunOptions(quiet_period=0.2)          # the reference broker runs in this process: it answers at once
     write_reference_run(reports, [ReferenceBuild("ref-a", "1.0"),
                                   ReferenceBuild("ref-b", "2.0", Faults(cumulative_credit=True))], cases,
-                        run_id="run-1")
+                        run_id="run-1", options=fast)
     write_reference_run(reports, [ReferenceBuild("ref-a", "1.1", Faults(ignore_drain=True)),
                                   ReferenceBuild("ref-b", "2.0", Faults(cumulative_credit=True))], cases,
-                        run_id="run-2")
+                        run_id="run-2", options=fast)
     return reports

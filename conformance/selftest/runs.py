@@ -22,8 +22,11 @@ class ReferenceBuild:
 
 
 def write_reference_run(reports_dir: Path, builds: list[ReferenceBuild], case_ids: list[str],
-                        run_id: str | None = None, quiet_period: float = 0.2) -> Path:
-    """Run `case_ids` against each build into one new run directory; return its path."""
+                        run_id: str | None = None, options=None) -> Path:
+    """Run `case_ids` against each build into one new run directory (in this process; `options`: the
+    RunOptions, default ones unless given); return its path."""
+    from dataclasses import replace
+
     from ..run.engine import Plan, execute
     from ..run.options import RunOptions
     from ..run.selection import select_cases
@@ -34,7 +37,7 @@ def write_reference_run(reports_dir: Path, builds: list[ReferenceBuild], case_id
                                            name=build.name)
             handle.version = build.version
             handles.append(handle)
-        options = RunOptions(quiet_period=quiet_period, workers=0, reports_dir=Path(reports_dir))
+        options = replace(options or RunOptions(), workers=0, reports_dir=Path(reports_dir))
         outcome = execute(Plan(select_cases(case_ids), handles, options, run_id=run_id,
                                selection={"cases": case_ids, "reference": True}))
     finally:
