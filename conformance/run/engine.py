@@ -119,8 +119,9 @@ def execute(plan: Plan, console=None) -> Outcome:
             raise UsageError(f"pytest refused its arguments: {_first_error(output.getvalue())}; check what you "
                              "passed after --")
         if status in (pytest.ExitCode.INTERNAL_ERROR, pytest.ExitCode.NO_TESTS_COLLECTED):
-            raise RunBroken(f"pytest stopped the run ({_first_error(output.getvalue())}); results so far are in "
-                            f"{run.path}")
+            (run.path / "pytest.log").write_text(output.getvalue(), "utf-8")
+            raise RunBroken(f"pytest stopped the run ({_first_error(output.getvalue())}); its output is in "
+                            f"{run.path / 'pytest.log'}, the results so far beside it")
         complete = run.finish(stopped="interrupted (Ctrl-C)" if interrupted else
                               ("pytest stopped early (e.g. --maxfail)" if pipeline.stopped_early() else None))
         run.update_meta(brokers=_identities_from(pipeline.records))
@@ -243,7 +244,8 @@ class Pipeline:
     def _keep(self, result) -> None:
         if self.run is not None:
             self.run.record(result)
-        self._current = result.to_record()
+        # the record as results.jsonl holds it: plain JSON values (it travels from a worker on the report)
+        self._current = json.loads(json.dumps(result.to_record(), default=str))
 
     # -- pytest hooks ----------------------------------------------------------------------------------------
 

@@ -70,3 +70,21 @@ def test_pytest_plugin_mode_refuses_a_bad_option(tmp_path, reference_url):
                           capture_output=True, text=True, timeout=120, cwd=str(REPO))
     assert proc.returncode == 4, proc.stdout + proc.stderr          # pytest's usage error
     assert "--quiet-period -1.0: give a finite number of seconds greater than 0" in proc.stderr
+
+
+def test_a_record_travels_from_a_worker_as_plain_json():
+    """A case record reaches the controller on the test report, through execnet: wire types (UByte, Symbol
+    in observations) must arrive as the plain values results.jsonl holds (a worker once crashed on them)."""
+    import execnet
+
+    from conformance.run.engine import Pipeline
+    from conformance.run.options import RunOptions
+    from conformance.run.targets import Brokers
+    from conformance.verdict import CaseResult, Verdict
+    from conformance.wire import Symbol, UByte
+    result = CaseResult("2.7.5/1", "t", "2.7.5", "MUST", ["2.7.5/settled-mode-settled"], Verdict.INFORMATIONAL,
+                        "why", "b", observations={"snd_settle_mode": UByte(2), "outcome": Symbol("amqp:accepted")})
+    pipeline = Pipeline(RunOptions(), [], [], Brokers())
+    result_record = pipeline._keep(result) or pipeline._current
+    assert execnet.loads(execnet.dumps(result_record))["observations"] == {"snd_settle_mode": 2,
+                                                                           "outcome": "amqp:accepted"}
