@@ -55,7 +55,7 @@ def cmd_selfcheck(args) -> int:
     [spec] = resolve([args.broker], args.profile)                       # exit 2 for an unknown broker
     if spec.url is not None and spec.url.startswith("amqps:"):
         raise UsageError("selfcheck needs a plain amqp:// broker: the proxy decodes frames and cannot sit inside TLS")
-    report, outcome = run_selfcheck(spec, cases, faults, options=options, console=Console(sys.stdout, table=False),
+    report, outcome = run_selfcheck(spec, cases, faults, options=options, console=Console(sys.stdout, summary=False, noun="configuration"),
                                     selection={"cases": list(args.selectors), "keyword": args.keyword})
     print(render_text(report))
     path = outcome.run.path

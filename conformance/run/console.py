@@ -30,14 +30,15 @@ WIDTH = max(len(v) for v in ORDER)
 
 class Console:
     def __init__(self, stream: TextIO | None = None, *, json_stream: TextIO | None = None,
-                 environ: dict | None = None, table: bool = True):
+                 environ: dict | None = None, summary: bool = True, noun: str = "broker"):
         self.out = stream if stream is not None else sys.stdout
         self.json = json_stream
         env = os.environ if environ is None else environ
         isatty = getattr(self.out, "isatty", lambda: False)()
         self.live = isatty and not env.get("CI")                 # a person watching a terminal
         self.colour = self.live and not env.get("NO_COLOR")
-        self.table = table
+        self.summary = summary         # the verdict table and the exit line (selfcheck prints its own matrix)
+        self.noun = noun
         self.total = 0
         self.counts: Counter = Counter()
         self.t0 = time.monotonic()
@@ -56,7 +57,7 @@ class Console:
         self.total = total
         self.t0 = time.monotonic()
         self._label_width = max([len(t) for t in targets] + [6])
-        brokers = f"{len(targets)} broker{'s' if len(targets) != 1 else ''}"
+        brokers = f"{len(targets)} {self.noun}{'s' if len(targets) != 1 else ''}"
         self.note(f"amqp-conformance: {cases} case{'s' if cases != 1 else ''} x {brokers} "
                   f"({', '.join(targets)}) -> {run_path}")
 
@@ -87,7 +88,7 @@ class Console:
     def end(self, outcome, *, interrupted: bool = False) -> None:
         self._clear_bar()
         records = outcome.records
-        if self.table and records:
+        if self.summary and records:
             self._write("\n" + self.verdict_table(records) + "\n")
         recorded, scheduled = len(records), self.total
         if interrupted or recorded < scheduled:
@@ -97,7 +98,7 @@ class Console:
         files = ["results.jsonl", "transcripts/"] + [name for name in ("junit.xml", "allure-results/")
                                                      if (path / name.rstrip("/")).exists()]
         self._write(f"\nresults: {path}/  ({', '.join(files)})\n")
-        if not interrupted:
+        if self.summary and not interrupted:
             self._write(exit_line(records) + "\n")
         self._flush()
 
