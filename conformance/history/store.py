@@ -103,8 +103,9 @@ def _read_run_meta(run_dir: Path) -> dict:
         recorded = count_records(results)
         if recorded < scheduled:
             _check_lines(results)           # a line cut in half is named first, by its number
-            raise BadResults(f"{results} is incomplete: {recorded} of the {scheduled} records its finished run "
-                             "wrote; restore the file or re-run (nothing was ingested)")
+            raise BadResults(f"{results} is incomplete: it holds {recorded} of the {scheduled} records its run "
+                             "scheduled, yet the run finished (the file was cut); restore it or re-run "
+                             "(nothing was ingested)")
     return meta
 
 
