@@ -35,7 +35,6 @@ from .directory import RunDirectory
 from .options import RunOptions
 from .targets import Brokers, Target
 
-SUITE = "conformance.suite"
 TEST = "test_case"                      # the suite's one test function: one item per case x target
 WORKER_INPUT = "amqp_conformance"        # key of the plan in pytest-xdist's workerinput
 PIPELINE = pytest.StashKey["Pipeline"]()
@@ -136,9 +135,11 @@ def execute(plan: Plan, console=None) -> Outcome:
 
 
 def _argv(plan: Plan, options: RunOptions, run: RunDirectory) -> list[str]:
+    # The suite by its directory, with its own ini file and no conftest.py from above it: nothing of the
+    # directory `run` is started from (its pytest.ini, conftest.py, installed pytest plugins) takes part.
     suite_dir = Path(__file__).resolve().parent.parent / "suite"
-    argv = ["--pyargs", SUITE, "-c", str(suite_dir / "pytest.ini"), "--rootdir", str(suite_dir.parent.parent),
-            "--disable-plugin-autoload", "-p", "conformance.pytest_plugin", "-p", "no:cacheprovider",
+    argv = [str(suite_dir), "-c", str(suite_dir / "pytest.ini"), "--rootdir", str(suite_dir.parent.parent),
+            "--confcutdir", str(suite_dir), "--disable-plugin-autoload", "-p", "conformance.pytest_plugin", "-p", "no:cacheprovider",
             "-p", "no:warnings", "-p", "no:stepwise", "-v", "--tb=line", "--run-dir", str(run.path)]
     if not options.in_process:
         argv += ["-p", "xdist.plugin", "-n", str(options.workers)]
