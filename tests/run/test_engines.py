@@ -88,3 +88,15 @@ def test_a_record_travels_from_a_worker_as_plain_json():
     result_record = pipeline._keep(result) or pipeline._current
     assert execnet.loads(execnet.dumps(result_record))["observations"] == {"snd_settle_mode": 2,
                                                                            "outcome": "amqp:accepted"}
+
+
+def test_report_without_pyspark_names_the_fix(tmp_path, reference_reports):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCKER.format(blocked=("pyspark", "py4j")))
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "report", "--reports-dir", str(reference_reports),
+                           "--history", str(tmp_path / "history"), "--out", str(tmp_path / "out")],
+                          env={**os.environ, "PYTHONPATH": str(site)}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 13, proc.stdout + proc.stderr
+    assert proc.stderr.count("\n") == 1 and "PySpark" in proc.stderr and "./dev report" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "history").exists()
