@@ -104,10 +104,12 @@ def _one_case(args):
 
 
 def _spark(args):
-    import importlib.util
-    if importlib.util.find_spec("pyspark") is None:
+    try:
+        import pyspark  # noqa: F401  (the report extras)
+    except ImportError:
         raise SparkUnavailable(f"`{args.command}` needs PySpark, which is not installed; run ./dev report (it "
-                               "installs the report extras, Java and Allure) or pip install 'amqp-conformance[report]'")
+                               "installs the report extras, Java and Allure) or pip install "
+                               "'amqp-conformance[report]'") from None
     from .spark import SparkTarget, session
     t0 = time.monotonic()
     target = SparkTarget(master=args.spark_master, remote=args.spark_remote)
