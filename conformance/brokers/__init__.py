@@ -2,7 +2,7 @@
 
 `resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec)` gives the BrokerHandle the
 cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This package never
-prints a broker URL with its password (handles have `redacted_url`). Managed kinds: rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c (the default: it builds in a second
+prints a broker URL with its password (handles have `redacted_url`). Managed kinds: rabbitmq-4.3, rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c (the default: it builds in a second
 and starts in a fraction of one, so a new user gets real verdicts fastest).
 """
 
@@ -18,8 +18,10 @@ from .managed import ManagedBroker, NodeRecord, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
 from .rabbitmq import RabbitMQ40, RabbitMQ310
+from .rabbitmq43 import RabbitMQ43
 
 MANAGED: dict[str, type[ManagedBroker]] = {
+    "rabbitmq-4.3": RabbitMQ43,
     "rabbitmq-4.0": RabbitMQ40,
     "rabbitmq-3.10": RabbitMQ310,
     "qpid-proton-c": ProtonCBroker,

@@ -134,6 +134,6 @@ def stop_record(r: NodeRecord) -> None:
             shutil.rmtree(node_dir, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         r.path.unlink()
-    if r.kind == "rabbitmq-4.0":
-        from .rabbitmq import RabbitMQ40
-        RabbitMQ40()._release_chroot()
+    from . import MANAGED
+    if hasattr(MANAGED.get(r.kind), "_release_chroot"):       # the RabbitMQ nodes in a debootstrap root
+        MANAGED[r.kind]()._release_chroot()

@@ -46,6 +46,7 @@ def test_start_use_stop_then_a_second_start_reuses_the_provisioned_files(name):
             assert handle.product and handle.version, "product and version are known"
             assert NodeRecord.load_all() and any(r.name == node.name for r in NodeRecord.load_all())
             queue = handle.unique_queue("managed")
+            handle.create_queue(queue)
             assert handle.preload(queue, 3, body=b"m") == [b"m"] * 3
             depth = handle.queue_depth(queue)
             assert depth in (3, None), depth                      # None: the profile cannot inspect queues
