@@ -18,6 +18,7 @@ from .managed import ManagedBroker, NodeRecord, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
 from .rabbitmq import RabbitMQ40, RabbitMQ310
+from .qpid_broker_j import QpidBrokerJ80, QpidBrokerJ92, QpidBrokerJ100
 from .rabbitmq43 import RabbitMQ43
 
 MANAGED: dict[str, type[ManagedBroker]] = {
@@ -25,8 +26,27 @@ MANAGED: dict[str, type[ManagedBroker]] = {
     "rabbitmq-4.0": RabbitMQ40,
     "rabbitmq-3.10": RabbitMQ310,
     "qpid-proton-c": ProtonCBroker,
+    "qpid-broker-j-10.0": QpidBrokerJ100,
+    "qpid-broker-j-9.2": QpidBrokerJ92,
+    "qpid-broker-j-8.0": QpidBrokerJ80,
 }
 DEFAULT_BROKER = "qpid-proton-c"
+# release series, oldest first: what `bisect --series` walks and `brokers provision --series` installs
+SERIES: dict[str, tuple[str, ...]] = {
+    "rabbitmq": ("rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3"),
+    "qpid-broker-j": ("qpid-broker-j-8.0", "qpid-broker-j-9.2", "qpid-broker-j-10.0"),
+}
+
+
+def series(name: str) -> list[str]:
+    """The managed brokers of a release series, oldest first (UsageError for an unknown series)."""
+    if name not in SERIES:
+        raise UsageError(f"unknown series {name!r}; use one of {', '.join(SERIES)}")
+    return list(SERIES[name])
+
+
+# what the suite's own tests start (./dev test provisions these and no more)
+TESTED = ("qpid-proton-c", "rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3", "qpid-broker-j-9.2")
 
 
 @dataclass(frozen=True)
@@ -83,6 +103,6 @@ def describe(handle: BrokerHandle, spec: BrokerSpec) -> dict:
             "product": handle.product, "version": handle.version, "node": handle.node, "managed": spec.url is None}
 
 
-__all__ = ["MANAGED", "DEFAULT_BROKER", "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
+__all__ = ["MANAGED", "DEFAULT_BROKER", "TESTED", "SERIES", "series", "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
            "start", "attach", "describe", "record_broker_identity", "stop_all", "available_profiles", "load_profile",
            "Profile", "NodeRecord"]
