@@ -18,6 +18,7 @@ from .managed import ManagedBroker, NodeRecord, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
 from .rabbitmq import RabbitMQ40, RabbitMQ310
+from .artemis import RELEASES as ARTEMIS_RELEASES
 from .qpid_broker_j import QpidBrokerJ80, QpidBrokerJ92, QpidBrokerJ100
 from .rabbitmq43 import RabbitMQ43
 
@@ -29,12 +30,14 @@ MANAGED: dict[str, type[ManagedBroker]] = {
     "qpid-broker-j-10.0": QpidBrokerJ100,
     "qpid-broker-j-9.2": QpidBrokerJ92,
     "qpid-broker-j-8.0": QpidBrokerJ80,
+    **ARTEMIS_RELEASES,
 }
 DEFAULT_BROKER = "qpid-proton-c"
 # release series, oldest first: what `bisect --series` walks and `brokers provision --series` installs
 SERIES: dict[str, tuple[str, ...]] = {
     "rabbitmq": ("rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3"),
     "qpid-broker-j": ("qpid-broker-j-8.0", "qpid-broker-j-9.2", "qpid-broker-j-10.0"),
+    "artemis": tuple(ARTEMIS_RELEASES),
 }
 
 

@@ -4,7 +4,8 @@ the file). `status` prints "disk" while the broker's log says it blocked produce
 
 The brokers' own disk checks then do what they do in production (Broker-J's file-system space checker,
 Artemis' max-disk-usage); nothing in the broker is told about the test. Run as
-`python -m conformance.brokers.diskfill raise|clear|status DIR [LOG FULL_PATTERN CLEAR_PATTERN]`.
+`python diskfill.py raise|clear|status DIR [LOG FULL_PATTERN CLEAR_PATTERN]`; with a log,
+`raise` and `clear` return once the broker's log says it noticed (bounded).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 FILLER = ".amqp-conformance-filler"
+WAIT_SECONDS = 20
 
 
 def mount_tmpfs(path: Path, size_mb: int) -> bool:
@@ -58,16 +61,24 @@ def status(log: Path, full: str, cleared: str) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] not in ("raise", "clear", "status"):
-        print("usage: python -m conformance.brokers.diskfill raise|clear|status DIR [LOG FULL CLEARED]",
+        print("usage: diskfill.py raise|clear|status DIR [LOG FULL CLEARED]",
               file=sys.stderr)
         return 2
     action, path = argv[0], Path(argv[1])
-    if action == "raise":
-        fill(path)
-    elif action == "clear":
-        clear(path)
-    else:
-        print(status(Path(argv[2]), argv[3], argv[4]) or "no alarm")
+    watch = (Path(argv[2]), argv[3], argv[4]) if len(argv) >= 5 else None
+    if action == "status":
+        print(status(*watch) or "no alarm")
+        return 0
+    fill(path) if action == "raise" else clear(path)
+    if watch is None:
+        return 0
+    deadline = time.monotonic() + WAIT_SECONDS            # until the broker's log says it noticed
+    while (status(*watch) == "disk") != (action == "raise"):
+        if time.monotonic() > deadline:
+            print(f"the broker did not report the disk {'full' if action == 'raise' else 'free again'} within "
+                  f"{WAIT_SECONDS} s (its log: {watch[0]})", file=sys.stderr)
+            return 1
+        time.sleep(0.2)  # bounded-wait-ok: the broker checks its disk periodically
     return 0
 
 

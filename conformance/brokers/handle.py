@@ -311,10 +311,10 @@ def http_action(tool: list[str], action: HttpCall, what: str, values: dict) -> H
         detail = body if isinstance(body, str) else json.dumps(body)
         raise HookFailed(f"{what}: {action.method} {base.path.rstrip('/')}{fill(action.path, values)} answered "
                          f"{status or 'nothing'} ({detail.strip()[:200]})")
-    # a Jolokia reply carries its own status per request
+    # a Jolokia reply carries its own status per request (an `ok` of the action accepts it, e.g. 404)
     replies = body if isinstance(body, list) else [body]
     for reply in replies:
-        if isinstance(reply, dict) and "status" in reply and reply.get("status") != 200 and "request" in reply:
+        if isinstance(reply, dict) and "request" in reply and reply.get("status") not in action.ok:
             raise HookFailed(f"{what}: the management call failed ({str(reply.get('error'))[:200]})")
     return HttpReply(status, body)
 

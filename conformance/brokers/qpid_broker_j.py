@@ -118,9 +118,11 @@ class QpidBrokerJ(JvmBroker):
                   password="guest")
         self.tools = {"http": [f"http://guest:guest@127.0.0.1:{http_port}/api/latest"]}
         if self._tmpfs:
-            fill = [sys.executable, "-m", "conformance.brokers.diskfill"]
-            self.tools.update({"disk-fill": [*fill, "raise", str(store)], "disk-free": [*fill, "clear", str(store)],
-                               "disk-status": [*fill, "status", str(store), str(log_file), FULL, NOT_FULL]})
+            fill = [sys.executable, diskfill.__file__]
+            watch = [str(log_file), FULL, NOT_FULL]
+            self.tools.update({"disk-fill": [*fill, "raise", str(store), *watch],
+                               "disk-free": [*fill, "clear", str(store), *watch],
+                               "disk-status": [*fill, "status", str(store), *watch]})
         self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(Path(__file__).parents[2])}
         return NodeRecord(name=f"qpid{port}", kind=self.kind, url=url, pid=self.process.pid, workdir=str(workdir),
                           started_at=time.time(), owner_pid=os.getpid(),
