@@ -89,8 +89,21 @@ def level_badge(level: str) -> str:
 
 
 def column_label(column: dict) -> str:
-    return (f'<span class="col-broker">{esc(column["broker"])}</span>'
+    """The column's broker -- its release series when it has one (artemis, rabbitmq: consecutive columns in
+    version order) -- over its version."""
+    return (f'<span class="col-broker">{esc(column.get("series") or column["broker"])}</span>'
             f'<span class="col-version">{esc(column["version"])}</span>')
+
+
+def series_starts(columns: list[dict]) -> set[str]:
+    """Keys of the columns that open a run of one series (a border separates series in the matrix)."""
+    starts, previous = set(), None
+    for column in columns:
+        series = column.get("series") or column["broker"]
+        if series != previous:
+            starts.add(column["key"])
+        previous = series
+    return starts
 
 
 # -- page parts ---------------------------------------------------------------------------------------------
@@ -133,6 +146,7 @@ table#matrix{border-spacing:2px;background:#ffffff}
 #matrix th.corner{left:0;z-index:4;text-align:left;min-width:300px}
 #matrix th.broker-col{width:150px;min-width:150px;text-align:center}
 .col-broker{display:block;font-size:12.5px}
+#matrix th.series-start{border-left:2px solid #8c959f}
 .col-version{display:block;font-size:12px;color:#57606a;font-weight:500}
 #matrix tr.section-row th{background:#eaeef2;text-align:left;font-size:12.5px;padding:5px 8px;color:#24292f}
 #matrix tr.section-row .sticky-label{position:sticky;left:8px}
@@ -228,8 +242,11 @@ def render_matrix(model: dict, anchors: Anchors) -> str:
     for requirement in model["requirements"]:
         sections[requirement["section"]].append(requirement)
 
-    head = "".join(f'<th class="broker-col" data-column="{esc(c["key"])}" title="{esc(c["product"])} '
-                   f'{esc(c["version"])}: {c["runs"]} runs">{column_label(c)}</th>' for c in columns)
+    starts = series_starts(columns)
+    head = "".join(f'<th class="broker-col{" series-start" if c["key"] in starts else ""}" '
+                   f'data-column="{esc(c["key"])}" data-series="{esc(c.get("series") or c["broker"])}" '
+                   f'title="{esc(c["broker"])}: {esc(c["product"])} {esc(c["version"])}: {c["runs"]} runs">'
+                   f'{column_label(c)}</th>' for c in columns)
     rows = []
     for section in sorted(sections, key=section_sort_key):
         part = sections[section][0]["part"]
@@ -358,7 +375,8 @@ def render_changes(model: dict, anchors: Anchors, columns: dict) -> str:
             if rows else '<p class="note">No verdict changed between versions of a broker.</p>')
     return (f'<section class="block" id="changes"><h2>Regressions &amp; fixes</h2><p class="note">'
             f'{counts["regression"]} regressions, {counts["fix"]} fixes, {counts["change"]} other changes between '
-            f'consecutive versions of each broker.</p>{body}</section>')
+            f'consecutive versions of each broker (of each release series: artemis, rabbitmq, ...).</p>{body}'
+            '</section>')
 
 
 def counts_html(counts: dict) -> str:
