@@ -17,6 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
+from .brokers.broker_errors import HookUnsupported
 from .cases.base import CaseConclusion, CaseSpec, Outcome
 from .run.options import RunOptions  # noqa: F401  (the one definition; importable here as before)
 from .verdict import CaseResult, Verdict
@@ -48,7 +49,7 @@ def broker_lock(broker_key: str, exclusive: bool, timeout: float = 600.0):
 
 
 def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseResult:
-    """Run `spec` against `broker` (a conformance.brokers handle) and return its result; never raises."""
+    """Run `spec` against `broker` (a `conformance.brokers.Broker`) and return its result; never raises."""
     from .cases.context import CaseContext
 
     options = options or RunOptions()
@@ -56,10 +57,10 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     t0 = time.monotonic()
     result = CaseResult(case_id=spec.id, title=spec.title, section=spec.section, level=spec.level,
                         requirement_ids=list(spec.requirements), verdict=Verdict.ERROR, reason="",
-                        broker=getattr(broker, "name", str(broker)), started_at=started)
+                        broker=broker.name, started_at=started)
     ctx = None
     try:
-        with broker_lock(getattr(broker, "lock_key", result.broker), spec.exclusive):
+        with broker_lock(broker.lock_key, spec.exclusive):
             ctx = CaseContext(spec, broker, options)
             try:
                 for hook in spec.needs:
@@ -73,6 +74,8 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                 result.verdict, result.reason = c.verdict, c.reason
                 result.violated, result.expected, result.actual = c.requirement, c.expected, c.actual
                 result.observations.update(c.observations)
+            except HookUnsupported as exc:  # the broker lacks a hook the case needs: a fact, not a failure
+                result.verdict, result.reason = Verdict.UNSUPPORTED, str(exc)
             except Exception as exc:  # the run itself broke
                 result.verdict = Verdict.ERROR
                 result.reason = ctx.describe_error(exc)
@@ -92,11 +95,9 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
         ident = ctx.broker_identity()
         result.broker_product, result.broker_version = ident
     if result.verdict is Verdict.ERROR:
-        tail = getattr(broker, "log_tail", None)
-        alive = getattr(broker, "alive", None)
-        if callable(tail) and (not callable(alive) or not alive()):
-            with contextlib.suppress(Exception):
-                result.broker_log_tail = tail(40)
+        with contextlib.suppress(Exception):
+            if not broker.alive():
+                result.broker_log_tail = broker.log_tail(40)
     return result
 
 
