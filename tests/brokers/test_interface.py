@@ -109,3 +109,21 @@ def test_no_duck_typing_on_brokers():
                 if target in BROKER_WORDS:
                     found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: {ast.unparse(node)}")
     assert found == [], "\n".join(found)
+
+
+def test_the_url_check_is_bounded_by_the_runs_frame_timeout():
+    """A server that accepts and never speaks: brokers.start gives up after `timeout` (the run's
+    --frame-timeout), with a one-line BrokerUnreachable, not after a fixed 10 s."""
+    import socket
+    import time
+
+    from conformance.errors import BrokerUnreachable
+
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        port = silent.getsockname()[1]
+        t0 = time.monotonic()
+        with pytest.raises(BrokerUnreachable) as info:
+            brokers.start(brokers.resolve(f"amqp://127.0.0.1:{port}"), timeout=0.5)
+        took = time.monotonic() - t0
+    assert took < 3.0, f"the check took {took:.1f} s with a 0.5 s bound"
+    assert "0.5 s (--frame-timeout)" in str(info.value) and "\n" not in str(info.value)
