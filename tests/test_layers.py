@@ -44,8 +44,6 @@ KNOWN_VIOLATIONS = {
     ("conformance.brokers.broker_errors", "conformance.cases"),
     # brokers helper: `python -m conformance.brokers` runs the top-level command line
     ("conformance.brokers.__main__", "conformance.cli"),
-    # robust helper: the peer's connection imports its server role inside a method, which imports Peer
-    ("conformance.peer.connection", "conformance.peer.server"),
 }
 
 
