@@ -13,9 +13,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..wire import Attach, Begin, Detach, End, Flow, Frame, Transfer, serial_add, serial_diff
+from ..wire import Attach, Begin, Detach, End, Flow, Frame, Transfer, serial_add
 
 SERIAL_MOD = 1 << 32
+
+
+def _room(ours: int, base: int, count: int) -> int:
+    """How far `base + count` lies ahead of `ours` (serials mod 2^32, `count` a plain uint: a window or a
+    credit may be up to 2^32 - 1, which serial_add refuses). Never raises: a peer that announces odd values
+    must not kill the reader that tracks them."""
+    d = (base - ours) % SERIAL_MOD
+    return (d - SERIAL_MOD if d >= SERIAL_MOD // 2 else d) + count
 
 
 def _int(value) -> int | None:
@@ -165,7 +173,7 @@ class PeerState:
             count = link.initial_delivery_count
         if count is not None and link.delivery_count is not None:
             # the credit left once the sender applies this flow (2.6.7)
-            link.link_credit = serial_diff(link.delivery_count, serial_add(count, credit))
+            link.link_credit = _room(link.delivery_count, count, credit)
         else:
             link.link_credit = credit
 
@@ -234,7 +242,7 @@ class PeerState:
         window = _int(body.incoming_window)
         if window is not None:
             # their begin carries no next-incoming-id: it is implicitly our initial next-outgoing-id
-            s.remote_incoming_window = serial_diff(s.next_outgoing_id, serial_add(s.initial_outgoing_id, window))
+            s.remote_incoming_window = _room(s.next_outgoing_id, s.initial_outgoing_id, window)
         s.remote_outgoing_window = _int(body.outgoing_window)
 
     @staticmethod
@@ -273,7 +281,7 @@ class PeerState:
             base = _int(body.next_incoming_id)
             if base is None:
                 base = s.initial_outgoing_id
-            s.remote_incoming_window = serial_diff(s.next_outgoing_id, serial_add(base, window))
+            s.remote_incoming_window = _room(s.next_outgoing_id, base, window)
         link = s.remote_links.get(_int(body.handle))
         if link is None:
             return
@@ -290,4 +298,4 @@ class PeerState:
             if count is None:
                 count = link.initial_delivery_count
             if count is not None:
-                link.link_credit = serial_diff(link.delivery_count, serial_add(count, credit))
+                link.link_credit = _room(link.delivery_count, count, credit)

@@ -6,7 +6,7 @@ Everything here is pure: bytes in, values out, and back. No sockets, threads or 
 from .decode import DecodeError, decode_all, decode_value
 from .encode import EncodeError, encode_composite, encode_field, encode_message, encode_value
 from .frames import (
-    AMQP_FRAME, AMQP_HEADER, MIN_MAX_FRAME_SIZE, PROTOCOL_AMQP, PROTOCOL_SASL, PROTOCOL_TLS, SASL_FRAME,
+    AMQP_FRAME, AMQP_HEADER, MAX_FRAME_SIZE, MIN_MAX_FRAME_SIZE, NotAProtocolHeader, PROTOCOL_AMQP, PROTOCOL_SASL, PROTOCOL_TLS, SASL_FRAME,
     SASL_HEADER, TLS_HEADER, Frame, FrameDecoder, ProtocolHeader, decode_frame, encode_frame, heartbeat,
 )
 from .performatives import *  # noqa: F401,F403  (the composite classes and constants)
