@@ -27,13 +27,13 @@ class ProxiedBroker:
     """Wraps a broker (a `conformance.brokers.Broker`: managed, URL or reference broker) and a running
     MutantProxy in front of it; itself a `Broker`. Only `url` (and `redacted_url`) differ from the broker's."""
 
-    def __init__(self, broker: Broker, fault: str | None = None):
+    def __init__(self, broker: Broker, fault: str | None = None, *, transport=None):
         if broker.tls is not None or str(broker.url).startswith("amqps:"):
             raise UsageError("the mutant proxy decodes frames and cannot sit inside TLS; use a broker "
                              "reachable over plain amqp://")
         self._broker = broker
         host, port = _host_port(broker.url)
-        self.proxy = MutantProxy(host, port, fault).start()
+        self.proxy = MutantProxy(host, port, fault, transport=transport).start()
         self.fault = fault or "none"
         self.name = broker.name
         self.url = url_via(broker.url, self.proxy.port)

@@ -83,6 +83,11 @@ def describe_pattern(kinds: tuple, channel: int | None, fields: dict) -> str:
 class Expectations:
     """Waiting for frames (mixed into `Peer`)."""
 
+    # The round-trip time measured during the handshake (seconds; 0 until measured). A quiet period is
+    # watched from when an answer to our last frame could have arrived: on a slow network the broker's
+    # answer comes a round trip later, and an absence check must not end before it could come.
+    round_trip: float = 0.0
+
     # -- expectations ----------------------------------------------------------------------------------
 
     def mark(self) -> int:
@@ -145,12 +150,13 @@ class Expectations:
     def expect_nothing(self, kinds=None, *, quiet: float | None = None, channel: int | None = None,
                        where: Callable | None = None, after: int | None = None, **fields: Matcher) -> list:
         """Watch the quiet period: raise UnexpectedFrame as soon as a matching frame is in the inbox (one
-        that arrived earlier and was not consumed counts too, unless `after` excludes it). Returns the
+        that arrived earlier and was not consumed counts too, unless `after` excludes it); the period is
+        `quiet` (default timeouts.quiet) plus the measured round trip (`round_trip`). Returns the
         frames that arrived during the period; they stay in the inbox for later expectations. A connection
         closed by the other side ends the period early (the next expect reports it)."""
         kinds_t = _kinds(kinds)
         check_fields(kinds_t, fields)
-        period = self.timeouts.quiet if quiet is None else quiet
+        period = (self.timeouts.quiet if quiet is None else quiet) + self.round_trip
         start = self.mark()
         deadline = time.monotonic() + period
         what = describe_pattern(kinds_t, channel, fields)

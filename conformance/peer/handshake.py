@@ -13,6 +13,8 @@ server: it answered ..." instead of a bare timeout.
 
 from __future__ import annotations
 
+import time
+
 from ..wire import AMQP_HEADER, SASL_HEADER, Open, SaslInit, SaslMechanisms, SaslOutcome, Symbol
 from ..wire.frames import PROTOCOL_AMQP, PROTOCOL_SASL, SASL_FRAME
 from .errors import ConnectionLost, ExpectationTimeout, SaslFailed
@@ -46,8 +48,10 @@ def client_handshake(peer, *, sasl: str | None = "auto", container_id: str | Non
     if sasl == "auto":
         sasl = "PLAIN" if address is not None and address.user is not None else "ANONYMOUS"
     if sasl:
+        sent = time.monotonic()
         peer.send_header(SASL_HEADER)
         header = first_header(peer)
+        peer.round_trip = max(peer.round_trip, time.monotonic() - sent)
         if header.protocol_id != PROTOCOL_SASL:
             raise SaslFailed(f"the broker answered the SASL header with {summarize(header)}; it may not "
                              "support SASL: try without SASL (sasl=None)")
@@ -72,8 +76,10 @@ def client_handshake(peer, *, sasl: str | None = "auto", container_id: str | Non
         fields["container_id"] = container_id
     if hostname is not None:
         fields["hostname"] = hostname
+    sent = time.monotonic()
     peer.open(**fields)
     remote = peer.expect(Open).body
+    peer.round_trip = max(peer.round_trip, time.monotonic() - sent)     # quiet periods add it (expectations)
     peer.remote_open = remote
     peer.start_heartbeats(remote.idle_time_out)
     return remote
