@@ -1,4 +1,4 @@
-"""The fault catalogue of the mutant proxy: sans-IO frame rewriting, one requirement broken per fault.
+"""The mutant proxy's protocol faults: sans-IO frame rewriting, one requirement broken per fault.
 
 This module owns what the proxy does to AMQP frames (never sockets, threads or clocks). A `Mutation` is
 the per-connection state machine: `from_peer(frame)` and `from_broker(frame)` take one decoded frame and
@@ -9,7 +9,9 @@ conversation consistent on both sides: when a fault injects transfers, later del
 (next-outgoing-id / next-incoming-id), delivery-counts and disposition ranges are renumbered so that the
 peer and the broker each see a valid conversation.
 
-`FAULTS` maps the fault names (`--fault NAME`) to their classes. Where a requirement is quoted, see
+`FAULTS` maps the fault names (`--fault NAME`) to their classes; the names, the requirement each breaks and
+its one-line summary are entries of the one fault catalogue (`conformance.catalogue.faults`), which the
+reference broker's faults come from too. Where a requirement is quoted, see
 `/work/shared/spec` for the spec text (2.5.6, 2.6.7, 2.7.4).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..catalogue import faults as fault_catalogue
 from ..wire import Attach, Begin, Detach, Disposition, End, Flow, Frame, Transfer, serial_add, serial_diff, serial_lt
 
 U32 = 0xFFFFFFFF
@@ -152,7 +155,7 @@ class Mutation:
     """No fault: every frame forwarded unchanged (the proxy still decodes and re-encodes it)."""
 
     name = "none"
-    requirement: str | None = None
+    requirement: str | None = None       # set from the fault catalogue for each fault below
     summary = "no fault: every frame decoded and re-encoded unchanged"
 
     def __init__(self):
@@ -189,8 +192,6 @@ class CumulativeCredit(Mutation):
     saw, link-credit = credit left + the peer's credit)."""
 
     name = "cumulative-credit"
-    requirement = "2.6.7/credit-formula"
-    summary = "link-credit in the peer's flows added to the credit left, not set (proxy keeps the sum)"
 
     def peer_frame(self, frame, s, link):
         body = frame.body
@@ -209,8 +210,6 @@ class DrainStripped(Mutation):
     """The drain flag of the peer's flows never reaches the broker."""
 
     name = "drain-stripped"
-    requirement = "2.6.7/drain-advance"
-    summary = "drain flag removed from the peer's flows"
 
     def peer_frame(self, frame, s, link):
         if isinstance(frame.body, Flow) and frame.body.drain:
@@ -222,8 +221,6 @@ class EchoStripped(Mutation):
     """The echo flag of the peer's flows never reaches the broker, so its state is never sent back."""
 
     name = "echo-stripped"
-    requirement = "2.7.4/echo"
-    summary = "echo flag removed from the peer's flows (SHOULD: shows as non-strict)"
 
     def peer_frame(self, frame, s, link):
         if isinstance(frame.body, Flow) and frame.body.echo:
@@ -237,8 +234,6 @@ class DeliveryCountShifted(Mutation):
     the peer meant (only the reported count is wrong)."""
 
     name = "delivery-count-shifted"
-    requirement = "2.7.4/sender-delivery-count-set"
-    summary = "delivery-count in the broker's (sender's) flows shifted by +1; the peer's flows shifted back"
     SHIFT = 1
 
     def broker_frame(self, frame, s, link):
@@ -262,8 +257,6 @@ class IncomingWindowRaised(Mutation):
     broker that honours the window it was told still sends more transfer frames than the peer allowed."""
 
     name = "incoming-window-raised"
-    requirement = "2.5.6/remote-incoming-window-decrement"
-    summary = "the peer's incoming-window in begin and flow raised by 10000"
     RAISE = 10000
 
     def peer_frame(self, frame, s, link):
@@ -279,8 +272,6 @@ class AlarmDropsConnection(Mutation):
     of forwarding the flow: throttling by a dropped connection rather than by flow control."""
 
     name = "alarm-drops-connection"
-    requirement = "2.5.6/incoming-window"
-    summary = "a broker flow closing the incoming-window (alarm) replaced by a dropped connection"
 
     def broker_frame(self, frame, s, link):
         body = frame.body
@@ -302,8 +293,6 @@ class TransferBeyondCredit(Mutation):
     delivery-count are shifted back, and dispositions lose the injected ids (ranges are split)."""
 
     name = "transfer-beyond-credit"
-    requirement = "2.6.7/no-send-without-credit"
-    summary = "one extra transfer (a copy of the last message) injected once the delivery-limit is reached"
 
     # session data: id_shift, frame_shift, injected_p (peer-view ids), dup_after_b (broker ids duplicated),
     #               next_p (next peer-view delivery-id)
@@ -471,6 +460,9 @@ FAULTS: dict[str, type[Mutation]] = {cls.name: cls for cls in (
     CumulativeCredit, DrainStripped, EchoStripped, DeliveryCountShifted, IncomingWindowRaised,
     TransferBeyondCredit, AlarmDropsConnection,
 )}
+for _cls in FAULTS.values():          # what each breaks is the catalogue's word, written once
+    _cls.requirement = fault_catalogue.get(_cls.name).requirement
+    _cls.summary = fault_catalogue.get(_cls.name).summary
 
 
 def mutation_for(name: str | None) -> type[Mutation]:

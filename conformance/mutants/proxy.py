@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ..catalogue import faults as fault_catalogue
 from ..wire import Attach, DecodeError, EncodeError, decode_frame, encode_frame
 from .faults import Mutation, mutation_for
 
@@ -45,6 +46,14 @@ class Transport:
     def fires(self) -> bool:
         """The fault acts at a trigger (reset, stall) rather than on every frame (delay)."""
         return self.reset or self.stall
+
+
+def transport_for(name: str) -> Transport:
+    """The Transport of the fault catalogue's transport fault `name` (KeyError for any other name)."""
+    entry = fault_catalogue.get(name)
+    if entry.kind != "transport":
+        raise KeyError(f"{name} is not a transport fault")
+    return Transport(entry.name, delay=entry.delay, reset=entry.reset, stall=entry.stall)
 
 
 @dataclass

@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import catalogue
+from ..catalogue import faults as fault_catalogue
 from ..run.engine import Outcome, Plan, execute
 from ..run.options import RunOptions
 from ..run.targets import Target
-from .faults import FAULTS
 from .handle import ProxiedBroker
 
 DIRECT = "direct"
@@ -110,12 +109,11 @@ def build_report(broker: dict, case_ids: list[str], faults: list[str], runs: dic
     transparency = _flips(verdicts[DIRECT], verdicts[PROXY])
     fault_rows = {}
     for name in faults:
-        cls = FAULTS[name]
+        entry = fault_catalogue.get(name)
         flips = _flips(verdicts[PROXY], verdicts[name])
-        req = catalogue.get(cls.requirement)
         records = runs[name]["records"]
         fault_rows[name] = {
-            "requirement": cls.requirement, "level": req.level, "summary": cls.summary,
+            "requirement": entry.requirement, "level": entry.level, "summary": entry.summary,
             "detected": any(b in DETECTING for _, b in flips.values()),
             "all_green": all(v not in DETECTING + ("error",) for v in verdicts[name].values()),
             "flipped": {c: {"from": a, "to": b, "violated": records.get(c, {}).get("violated"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
+from ..catalogue import faults as fault_catalogue
 from ..wire import (
     AMQP_HEADER, SASL_HEADER, Attach, Begin, Close, Data, DecodeError, Detach, Disposition, End, Error, Flow,
     FrameDecoder, Open, ProtocolHeader, SaslInit, SaslMechanisms, SaslOutcome, Source, Symbol, Target, Transfer,
@@ -24,7 +25,22 @@ ROLE_RECEIVER = True
 
 @dataclass(frozen=True)
 class Faults:
-    """Deliberate deviations. All off = a broker that keeps every requirement the suite checks."""
+    """Deliberate deviations. All off = a broker that keeps every requirement the suite checks.
+
+    Each switch is the reference broker's side of an entry of the one fault catalogue
+    (`conformance.catalogue.faults`, which names the requirement it breaks); `Faults.named("drain-stripped")`
+    switches on catalogue entries by name. tests/mutants/test_fault_catalogue.py keeps the two in step."""
+
+    @classmethod
+    def named(cls, *names: str) -> "Faults":
+        """The switches of the catalogue's faults `names` (KeyError: unknown, or not the reference broker's)."""
+        values: dict = {}
+        for name in names:
+            entry = fault_catalogue.get(name)
+            if not entry.reference:
+                raise KeyError(f"fault {name} is not one of the reference broker's")
+            values.update(entry.reference)
+        return cls(**values)
 
     cumulative_credit: bool = False       # 2.6.7/credit-formula: link-credit added instead of set
     ignore_drain: bool = False            # 2.6.7/drain-advance: drain flag ignored
