@@ -74,3 +74,32 @@ def test_a_reset_is_a_tcp_reset(reference):
             peer.expect(Transfer, timeout=2.0)
         peer.close()
     assert info.value.how == RESET
+
+
+def test_the_transport_matrix_against_the_reference_broker(tmp_path):
+    from conformance.mutants.selfcheck import render_transport_text, run_selfcheck
+    from conformance.run.selection import select_cases
+    broker = ReferenceBrokerHandle()
+    options = RunOptions(frame_timeout=1.5, quiet_period=0.25, connect_timeout=2.0, reports_dir=tmp_path)
+    names = ["delay-50ms", "delay-200ms", "reset", "stall"]
+    try:
+        report, outcome = run_selfcheck(broker, select_cases(["2.6.8/1", "2.7.4/3"]), names, options=options)
+    finally:
+        broker.stop()
+    assert report["kind"] == "transport" and outcome.complete
+    assert report["ok"], report["transport"]
+    for name in ("reset", "stall"):
+        assert report["transport"][name]["fired"] == ["2.6.8/1"]     # 2.7.4/3 attaches no link: nothing fires
+        assert report["verdicts"][name] == {"2.6.8/1": "error", "2.7.4/3": report["verdicts"]["direct"]["2.7.4/3"]}
+    for name in ("delay-50ms", "delay-200ms"):
+        assert report["verdicts"][name] == report["verdicts"]["direct"]
+    text = render_transport_text(report)
+    assert "transport faults handled: yes" in text and "T4 = stall" in text
+    assert "Transport selfcheck" in (outcome.run.path / "selfcheck.md").read_text()
+
+
+def test_transport_takes_only_transport_faults(capsys):
+    from conformance.cli import main
+    assert main(["selfcheck", "--transport", "--broker", "rabbitmq-4.0", "--fault", "drain-stripped"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown fault 'drain-stripped'") and "delay-50ms" in err and err.count("\n") == 1
