@@ -7,30 +7,29 @@ scripts use it for assertions. It works in both roles (client or scripted broker
 
 It never sends anything, never decides a verdict, and never raises on odd frames: negative cases send
 wrong types and missing fields on purpose, so a value it cannot use is simply not tracked.
+
+It is the one session and link bookkeeping of the package: the scripted peer, the mutant proxy
+(`conformance.mutants.faults`: the conversation as the broker has it) and the reference broker
+(`conformance.selftest.engine`) all keep their sessions and links here; serial arithmetic is
+`conformance.wire.serial`'s. The flow-control model (`conformance.model`) keeps its own on purpose: it
+judges what this bookkeeping helps to produce. tests/test_layers.py checks that no second copy appears.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..wire import Attach, Begin, Detach, End, Flow, Frame, Transfer, serial_add
-
-SERIAL_MOD = 1 << 32
-
-
-def _room(ours: int, base: int, count: int) -> int:
-    """How far `base + count` lies ahead of `ours` (serials mod 2^32, `count` a plain uint: a window or a
-    credit may be up to 2^32 - 1, which serial_add refuses). Never raises: a peer that announces odd values
-    must not kill the reader that tracks them."""
-    d = (base - ours) % SERIAL_MOD
-    return (d - SERIAL_MOD if d >= SERIAL_MOD // 2 else d) + count
+from ..wire import Attach, Begin, Detach, End, Flow, Frame, Transfer, in_uint_range, serial_add
+from ..wire import serial_room as _room      # never raises: odd values must not kill the reader tracking them
 
 
-def _int(value) -> int | None:
-    """An int for a tracked field, or None when the frame carries something unusable there."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value if 0 <= value < SERIAL_MOD else None
+def tracked(value) -> int | None:
+    """An int for a tracked field, or None when the frame carries something unusable there (a wrong type,
+    a value outside uint): negative cases send those on purpose."""
+    return int(value) if in_uint_range(value) else None
+
+
+_int = tracked
 
 
 @dataclass
@@ -49,6 +48,7 @@ class LinkState:
     in_delivery: bool = False          # a multi-frame delivery is in progress
     detached_by_remote: Detach | None = None
     detached_by_us: bool = False
+    extra: dict = field(default_factory=dict)   # free for a user of the bookkeeping (the mutant proxy's faults)
 
 
 @dataclass
@@ -72,6 +72,13 @@ class SessionState:
     links: dict[int, LinkState] = field(default_factory=dict)          # by our handle
     remote_links: dict[int, LinkState] = field(default_factory=dict)   # by the other side's handle
     pending_remote_attaches: dict[str, tuple[int, Attach]] = field(default_factory=dict)  # by name
+    extra: dict = field(default_factory=dict)   # free for a user of the bookkeeping (the mutant proxy's faults)
+
+    @property
+    def remote_window_announced(self) -> int | None:
+        """The incoming-window the other side announced last (its begin or latest flow), as sent."""
+        last = self.remote_flow if self.remote_flow is not None else self.remote_begin
+        return tracked(last.incoming_window) if last is not None else None
 
     def session_fields(self) -> dict:
         """The four session fields of a flow as this endpoint would send them now (2.7.4)."""

@@ -11,7 +11,10 @@ from .frames import (
 )
 from .performatives import *  # noqa: F401,F403  (the composite classes and constants)
 from .performatives import COMPOSITES, Composite, FieldSpec, ValueSection
-from .serial import SequenceNo, SerialUndefined, serial_add, serial_diff, serial_ge, serial_gt, serial_le, serial_lt
+from .serial import (
+    SequenceNo, SerialUndefined, in_uint_range, serial_add, serial_diff, serial_ge, serial_gt, serial_le, serial_lt,
+    serial_room,
+)
 from .types import (
     Array, Binary, Byte, Char, Decimal32, Decimal64, Decimal128, Described, Double, Float, Int, Long, Raw,
     Short, String, Symbol, Timestamp, UByte, UInt, ULong, UShort,
