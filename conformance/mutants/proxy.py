@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 from ..catalogue import faults as fault_catalogue
+from ..run.options import RunOptions
 from ..wire import Attach, DecodeError, EncodeError, decode_frame, encode_frame
 from .faults import Mutation, mutation_for
 
@@ -307,17 +308,18 @@ class MutantProxy:
 
     Listens on 127.0.0.1 (a free port unless given); each accepted connection gets its own upstream
     connection to (host, port) and a fresh Mutation of the fault (None / "none": transparent); `transport`
-    adds a fault of the network (delay, reset, stall) to every connection."""
+    adds a fault of the network (delay, reset, stall) to every connection; `connect_timeout` (default the
+    run's, RunOptions.connect_timeout) bounds each upstream connect."""
 
     def __init__(self, host: str, port: int, fault: str | None = None, *, transport: Transport | None = None,
-                 listen_port: int = 0, connect_timeout: float = 5.0):
+                 listen_port: int = 0, connect_timeout: float | None = None):
         self.upstream = (host, port)
         self.fault = fault or "none"
         self.mutation_class = mutation_for(fault)
         self.transport = transport
         self.transport_events = 0               # resets / stalls fired so far (over every connection)
         self.listen_port = listen_port
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = RunOptions().connect_timeout if connect_timeout is None else connect_timeout
         self.connections: list[_Connection] = []
         self._finished: list[_Connection] = []
         self._listener: socket.socket | None = None

@@ -224,8 +224,9 @@ def render_transport_text(report: dict) -> str:
     cols = ["direct", "proxy"] + [f"T{i + 1}" for i in range(len(names))]
     out = ["", "transport matrix (T<n>: `.` = same verdict as direct, ERROR = expected where the fault fired, "
                "`!` = not what it must be)"]
-    out += [f"  T{i + 1} = {n}: {report['transport'][n]['summary']} (verdicts must be "
-            f"{report['transport'][n]['expect']})" for i, n in enumerate(names)]
+    must = {"unchanged": "verdicts must be unchanged", "error": "error where it fired, else unchanged"}
+    out += [f"  T{i + 1} = {n}: {report['transport'][n]['summary']} ({must[report['transport'][n]['expect']]})"
+            for i, n in enumerate(names)]
     out.append("  " + f"{'case':<10}" + "".join(f"{c:>{width + 1}}" for c in cols))
     for c in report["cases"]:
         proxy = report["verdicts"][PROXY][c]
