@@ -17,6 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
+from .brokers.broker_errors import HookUnsupported
 from .cases.base import CaseConclusion, CaseSpec, Outcome
 from .run.options import RunOptions  # noqa: F401  (the one definition; importable here as before)
 from .verdict import CaseResult, Verdict
@@ -48,7 +49,7 @@ def broker_lock(broker_key: str, exclusive: bool, timeout: float = 600.0):
 
 
 def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseResult:
-    """Run `spec` against `broker` (a conformance.brokers handle) and return its result; never raises."""
+    """Run `spec` against `broker` (a `conformance.brokers.Broker`) and return its result; never raises."""
     from .cases.context import CaseContext
 
     options = options or RunOptions()
@@ -56,10 +57,10 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     t0 = time.monotonic()
     result = CaseResult(case_id=spec.id, title=spec.title, section=spec.section, level=spec.level,
                         requirement_ids=list(spec.requirements), verdict=Verdict.ERROR, reason="",
-                        broker=getattr(broker, "name", str(broker)), started_at=started)
+                        broker=broker.name, started_at=started)
     ctx = None
     try:
-        with broker_lock(getattr(broker, "lock_key", result.broker), spec.exclusive):
+        with broker_lock(broker.lock_key, spec.exclusive):
             ctx = CaseContext(spec, broker, options)
             try:
                 for hook in spec.needs:
@@ -73,12 +74,20 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                 result.verdict, result.reason = c.verdict, c.reason
                 result.violated, result.expected, result.actual = c.requirement, c.expected, c.actual
                 result.observations.update(c.observations)
+            except HookUnsupported as exc:  # the broker lacks a hook the case needs: a fact, not a failure
+                result.verdict, result.reason = Verdict.UNSUPPORTED, str(exc)
             except Exception as exc:  # the run itself broke
                 result.verdict = Verdict.ERROR
                 result.reason = ctx.describe_error(exc)
                 if not _is_peer_error(exc):
                     result.observations["traceback"] = traceback.format_exc(limit=8)
             finally:
+                if result.verdict not in (Verdict.ERROR, Verdict.UNSUPPORTED):
+                    broke = _transport_broke(ctx, options)
+                    if broke:           # a verdict resting on a cut or stalled connection says nothing
+                        result.observations["verdict_before_transport_check"] = result.verdict.value
+                        result.verdict, result.reason = Verdict.ERROR, broke
+                        result.violated = result.expected = result.actual = None
                 ctx.close()
     except TimeoutError as exc:
         result.verdict, result.reason = Verdict.ERROR, str(exc)
@@ -92,12 +101,38 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
         ident = ctx.broker_identity()
         result.broker_product, result.broker_version = ident
     if result.verdict is Verdict.ERROR:
-        tail = getattr(broker, "log_tail", None)
-        alive = getattr(broker, "alive", None)
-        if callable(tail) and (not callable(alive) or not alive()):
-            with contextlib.suppress(Exception):
-                result.broker_log_tail = tail(40)
+        with contextlib.suppress(Exception):
+            if not broker.alive():
+                result.broker_log_tail = broker.log_tail(40)
     return result
+
+
+def _transport_broke(ctx, options: RunOptions) -> str | None:
+    """Why the case's connections cannot carry a verdict, or None. A connection reset (TCP RST) was cut below
+    AMQP (the network, a killed process); a connection still open must answer our close within the frame
+    timeout (the closing handshake is the liveness check): one that does not has stalled, so the silence a
+    verdict may rest on was the network's, not the broker's."""
+    from .peer import ConnectionLost, ExpectationTimeout
+    from .peer.errors import RESET
+    from .wire import Close
+    for conn in ctx.connections:
+        peer = conn.peer
+        if peer.ending == RESET:
+            return f"connection {conn.number} was reset (TCP RST) during the case: cut below AMQP, no verdict"
+        if peer.ending is not None or peer.received(Close) or peer.transcript.frames("out", "close"):
+            continue
+        try:
+            peer.close_connection()
+            peer.expect(Close, timeout=options.frame_timeout)
+        except ExpectationTimeout:
+            return (f"connection {conn.number} stalled: the broker did not answer our close within "
+                    f"{options.frame_timeout:g} s after the case, so the silence the verdict rests on says nothing")
+        except ConnectionLost as exc:
+            if exc.how == RESET:
+                return f"connection {conn.number} was reset (TCP RST) during the case: cut below AMQP, no verdict"
+        except Exception:       # the check itself could not run (e.g. a send refused): it proves nothing
+            continue
+    return None
 
 
 def _is_peer_error(exc: BaseException) -> bool:

@@ -1,8 +1,11 @@
 """Brokers under test: managed throwaway nodes (provisioned and started by the suite) and brokers by URL.
 
-`resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec)` gives the BrokerHandle the
-cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This package never
-prints a broker URL with its password (handles have `redacted_url`). Managed kinds: rabbitmq-4.3, rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c (the default: it builds in a second
+`Broker` (module `interface`) is the one interface every broker implements (a typing.Protocol).
+`resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec, timeout=)` gives the
+BrokerHandle the cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This
+package never prints a broker URL with its password (handles have `redacted_url`). Managed kinds: RabbitMQ
+4.3, 4.0 and 3.10, Qpid Broker-J per release line, ActiveMQ Artemis per release (`SERIES` lists the release
+series), and qpid-proton-c (the default: it builds in a second
 and starts in a fraction of one, so a new user gets real verdicts fastest).
 """
 
@@ -11,9 +14,11 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from ..errors import BrokerUnreachable, ConformanceError, UsageError
+from ..run.options import RunOptions
 from .broker_errors import HookFailed, HookUnsupported
 from .handle import BrokerHandle, record_broker_identity
+from .interface import Broker, WrappedBroker, is_broker
 from .managed import ManagedBroker, NodeRecord, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
@@ -72,14 +77,25 @@ def resolve(value: str, profile: str | None = None) -> BrokerSpec:
                      "amqp[s]://user:pass@host:port URL")
 
 
-def start(spec: BrokerSpec, port: int | None = None) -> BrokerHandle:
+def start(spec: BrokerSpec, port: int | None = None, *, timeout: float | None = None) -> BrokerHandle:
     """A handle for the broker. Managed: provision if needed, start a throwaway node (on `port`, default a
-    free one), and record its product/version. URL: connect once to check it is reachable and accepts the
-    credentials (BrokerUnreachable / AuthenticationFailed otherwise) and record what its open says."""
+    free one), and record its product/version. URL: connect once to check it is reachable, speaks AMQP 1.0
+    and accepts the credentials, and record what its open says; `timeout` bounds that check (the run's
+    --frame-timeout, RunOptions.frame_timeout by default). Errors carry their exit codes: BrokerUnreachable
+    (also for a server that never completes the AMQP handshake), AuthenticationFailed."""
     profile = load_profile(spec.profile)
     if spec.url is not None:
+        from ..peer import PeerError, parse_url
+        bound = RunOptions().frame_timeout if timeout is None else timeout
         handle = BrokerHandle(spec.name, spec.url, profile)
-        handle.identify()
+        try:
+            handle.identify(timeout=bound)
+        except ConformanceError:
+            raise
+        except PeerError as exc:
+            raise BrokerUnreachable(f"{parse_url(spec.url).redacted()} did not complete the AMQP handshake within "
+                                    f"{bound:g} s (--frame-timeout): {exc}; check that it is an AMQP 1.0 broker "
+                                    "and that it is ready") from None
         return handle
     managed = MANAGED[spec.name]()
     node = managed.start(port)
@@ -106,6 +122,7 @@ def describe(handle: BrokerHandle, spec: BrokerSpec) -> dict:
             "product": handle.product, "version": handle.version, "node": handle.node, "managed": spec.url is None}
 
 
-__all__ = ["MANAGED", "DEFAULT_BROKER", "TESTED", "SERIES", "series", "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
+__all__ = ["MANAGED", "DEFAULT_BROKER", "TESTED", "SERIES", "series", "Broker", "WrappedBroker", "is_broker",
+           "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
            "start", "attach", "describe", "record_broker_identity", "stop_all", "available_profiles", "load_profile",
            "Profile", "NodeRecord"]

@@ -150,6 +150,8 @@ def stop_record(r: NodeRecord) -> None:
     if pid_alive(r.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(r.pid, signal.SIGTERM)
+    from .rabbitmq import stop_epmd            # the node's own epmd (not in its process group)
+    stop_epmd(r.extra.get("epmd_port"))
     shutil.rmtree(r.workdir, ignore_errors=True)
     for log in r.extra.get("logs", []):        # a node inside the trixie root keeps its data there
         node_dir = os.path.dirname(os.path.dirname(log))

@@ -100,10 +100,13 @@ class BrokerHandle:
     def record_identity(self, open_properties: dict | None) -> None:
         self.product, self.version = record_broker_identity(open_properties, self.product, self.version)
 
-    def identify(self, timeout: float = 10.0) -> None:
+    def identify(self, timeout: float | None = None) -> None:
         """Connect once and record product/version from the broker's open (raises the peer's
-        BrokerUnreachable / AuthenticationFailed errors, which carry their exit codes)."""
+        BrokerUnreachable / AuthenticationFailed errors, which carry their exit codes). `timeout` bounds
+        the connect and every frame awaited: the run's --frame-timeout (RunOptions.frame_timeout)."""
         from ..peer import Peer, Timeouts
+        from ..run.options import RunOptions
+        timeout = RunOptions().frame_timeout if timeout is None else timeout
         peer = Peer.connect(self.url, timeouts=Timeouts(frame=timeout, connect=timeout), tls=self.tls)
         try:
             remote = peer.handshake(sasl=self.sasl_mechanism, container_id="amqp-conformance-identify")

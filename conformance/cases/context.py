@@ -94,11 +94,11 @@ class CaseContext:
     # -- connections -------------------------------------------------------------------------------------
 
     def connect(self, **open_fields) -> "ConnectionScript":
-        peer = Peer.connect(self.broker.url, timeouts=self.timeouts, tls=getattr(self.broker, "tls", None))
+        peer = Peer.connect(self.broker.url, timeouts=self.timeouts, tls=self.broker.tls)
         conn = ConnectionScript(self, peer, len(self.connections) + 1)
         self.connections.append(conn)
         peer.transcript.label = "broker"
-        conn.broker_open = peer.handshake(sasl=getattr(self.broker, "sasl_mechanism", "auto"),
+        conn.broker_open = peer.handshake(sasl=self.broker.sasl_mechanism,
                                           container_id=f"amqp-conformance-{self._slug}-{next(_counter)}",
                                           **open_fields)
         return conn
@@ -126,7 +126,7 @@ class CaseContext:
     def require_queue_depth(self, queue: str, expected: int, *, requirement: str, why: str) -> None:
         """The queue holds `expected` messages. A shortfall is a FAIL of `requirement`: messages the broker took
         within the rules vanished. (Unknown depth -- no management hook -- is recorded, not judged.)"""
-        depth = self.broker.queue_depth(queue) if hasattr(self.broker, "queue_depth") else None
+        depth = self.broker.queue_depth(queue)
         self.observe(queue_depth=depth)
         if depth is None or depth >= expected:
             return
@@ -198,8 +198,7 @@ class CaseContext:
         return out
 
     def broker_identity(self) -> tuple[str | None, str | None]:
-        product = getattr(self.broker, "product", None)
-        version = getattr(self.broker, "version", None)
+        product, version = self.broker.product, self.broker.version
         for c in self.connections:
             props = c.broker_open.properties if c.broker_open is not None else None
             if props:

@@ -15,19 +15,21 @@ for except heartbeats (empty frames at half the other side's idle-time-out, reco
 - `Transcript`: every header and frame in and out, redacted; `to_json()` and `ladder()`.
 """
 
-from .connection import Peer, TLSOptions, Timeouts, matches
+from .connection import Peer, TLSOptions, Timeouts
 from .errors import (
-    ConnectFailed, ConnectionLost, ExpectationTimeout, MalformedInput, PeerError, SaslFailed, ScriptError,
+    ConnectFailed, ConnectionLost, ExpectationTimeout, MalformedInput, NotAmqp, PeerError, SaslFailed, ScriptError,
     UnexpectedFrame,
 )
 from .ladder import summarize
-from .server import PeerServer, ServerTLS, server_handshake
+from .expectations import matches
+from .handshake import client_handshake, server_handshake
+from .server import PeerServer, ServerTLS
 from .state import LinkState, PeerState, SessionState
 from .transcript import SCHEMA, Entry, Transcript
 from .url import BrokerAddress, parse_url
 
 __all__ = [
-    "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
+    "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "client_handshake", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
     "LinkState", "BrokerAddress", "parse_url", "PeerError", "ExpectationTimeout", "UnexpectedFrame",
-    "ConnectionLost", "MalformedInput", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches",
+    "ConnectionLost", "MalformedInput", "NotAmqp", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches",
 ]

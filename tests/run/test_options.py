@@ -21,7 +21,7 @@ FLAGS = ("--quiet-period", "--frame-timeout", "--connect-timeout")
 # RunOptions there; the lead empties this at the merge:
 #   conformance/peer/connection.py  Timeouts(frame=5.0, quiet=0.5, connect=5.0)
 #   conformance/mutants/proxy.py    MutantProxy(connect_timeout=5.0)
-KNOWN_ELSEWHERE = {"conformance/peer/connection.py", "conformance/mutants/proxy.py"}
+KNOWN_ELSEWHERE = {"conformance/peer/connection.py"}
 
 
 def numeric(node) -> bool:
