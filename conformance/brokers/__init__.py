@@ -54,7 +54,7 @@ def series(name: str) -> list[str]:
 
 
 # what the suite's own tests start (./dev test provisions these and no more)
-TESTED = ("qpid-proton-c", "rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3", "qpid-broker-j-9.2")
+TESTED = ("qpid-proton-c", "rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3", "qpid-broker-j-9.2", "artemis-2.40.0")
 
 
 @dataclass(frozen=True)

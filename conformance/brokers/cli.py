@@ -150,6 +150,13 @@ def stop_record(r: NodeRecord) -> None:
     if pid_alive(r.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(r.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20                 # a JVM takes a moment; then its group is killed
+        while pid_alive(r.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)  # bounded-wait-ok: the node's process exiting after SIGTERM
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(r.pid, signal.SIGKILL)
+    for mount in r.extra.get("mounts", []):      # a Java broker's tmpfs (its store / journal)
+        subprocess.run(["umount", "-l", mount], capture_output=True, timeout=30)
     from .rabbitmq import stop_epmd            # the node's own epmd (not in its process group)
     stop_epmd(r.extra.get("epmd_port"))
     shutil.rmtree(r.workdir, ignore_errors=True)
