@@ -222,8 +222,8 @@ def render_summary_cards(model: dict) -> str:
         value = percent(score["score"]) if score and score["judged"] else "–"
         detail = f'{score["passed"]}/{score["judged"]} judged cases passed' if score else "no judged cases"
         cards.append(f'<div class="card" data-column="{esc(column["key"])}"><div><span class="name">'
-                     f'{esc(column["broker"])}</span><span class="ver">{esc(column["version"])}</span></div>'
-                     f'<div class="score">{value}</div><div class="sub">{detail}</div><div class="sub">'
+                     f'{esc(column.get("series") or column["broker"])}</span><span class="ver">'
+                     f'{esc(column["version"])}</span></div><div class="score">{value}</div><div class="sub">{detail}</div><div class="sub">'
                      f'{column["runs"]} runs · last {esc(column["last_run_at"])}</div></div>')
     return f'<section class="block" id="summary"><div class="cards">{"".join(cards)}</div></section>'
 
@@ -323,12 +323,15 @@ def render_scores(model: dict) -> str:
 def render_chart(model: dict) -> str:
     """Horizontal bars, one per broker@version, grouped by broker; bar length = score."""
     overall = {s["column"]: s for s in model["scores"]["overall"]}
-    brokers = list(dict.fromkeys(c["broker"] for c in model["columns"]))
+    def group(column: dict) -> str:           # a release series is one broker here
+        return column.get("series") or column["broker"]
+
+    brokers = list(dict.fromkeys(group(c) for c in model["columns"]))
     colour = {b: BROKER_PALETTE[i % len(BROKER_PALETTE)] for i, b in enumerate(brokers)}
     label_w, bar_w, row_h, gap = 220, 560, 24, 10
     parts, y = [], 26
     for broker in brokers:
-        for column in (c for c in model["columns"] if c["broker"] == broker):
+        for column in (c for c in model["columns"] if group(c) == broker):
             score = overall.get(column["key"])
             judged = bool(score and score["judged"])
             width = round(bar_w * score["score"]) if judged else 0
@@ -336,7 +339,7 @@ def render_chart(model: dict) -> str:
             parts.append(
                 f'<g class="bar" data-column="{esc(column["key"])}">'
                 f'<text x="{label_w - 10}" y="{y + 16}" text-anchor="end" font-size="12.5" fill="#1f2328">'
-                f'{esc(column["broker"])} <tspan fill="#57606a">{esc(column["version"])}</tspan></text>'
+                f'{esc(group(column))} <tspan fill="#57606a">{esc(column["version"])}</tspan></text>'
                 f'<rect x="{label_w}" y="{y + 3}" width="{bar_w}" height="{row_h - 6}" fill="#eaeef2" rx="3"/>'
                 f'<rect x="{label_w}" y="{y + 3}" width="{width}" height="{row_h - 6}" fill="{colour[broker]}" rx="3">'
                 f'<title>{esc(column["key"])}: {esc(text)}</title></rect>'
