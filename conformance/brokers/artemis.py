@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..errors import BrokerStartFailed, ProvisionFailed
 from . import diskfill
-from .jvm import JvmBroker, cache_dir, fetch_artifact, java_command, wait_http
+from .jvm import JvmBroker, redacted_tools, cache_dir, fetch_artifact, java_command, wait_http
 from .managed import NodeRecord, free_port, progress, run
 
 DATA_MB = 96                       # the tmpfs under the instance's journal and paging (journal files are 10 MB)
@@ -103,7 +103,8 @@ class Artemis(JvmBroker):
         return NodeRecord(name=f"artemis{port}", kind=self.kind, url=url, pid=self.process.pid,
                           workdir=str(workdir), started_at=time.time(), owner_pid=os.getpid(),
                           extra={"product": str(opened.get("product", "apache-activemq-artemis")),
-                                 "version": str(opened.get("version", self.version)), "tools": self.tools,
+                                 "version": str(opened.get("version", self.version)),
+                                 "tools": redacted_tools(self.tools),
                                  "env": self.env, "http_port": http_port, "mounts": [str(data)] if self._tmpfs else []})
 
     def _configure(self, instance: Path, port: int) -> None:

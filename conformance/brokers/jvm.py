@@ -25,7 +25,7 @@ from xml.sax.saxutils import escape
 
 from ..errors import BrokerStartFailed, ProvisionFailed
 from ..peer import Peer, PeerError, Timeouts
-from .managed import ManagedBroker, cache_dir, port_open, progress
+from .managed import ManagedBroker, _without_password, cache_dir, port_open, progress
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 
@@ -160,6 +160,12 @@ def http(method: str, url: str, body=None, *, user: str | None = None, password:
     with contextlib.suppress(ValueError):
         return status, json.loads(text) if text.strip() else None
     return status, text
+
+
+def redacted_tools(tools: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The tools as the node file keeps them: URLs without their passwords (the process keeps the full ones)."""
+    return {name: [_without_password(part) if "://" in part else part for part in argv]
+            for name, argv in tools.items()}
 
 
 class JvmBroker(ManagedBroker):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..errors import ProvisionFailed
 from . import diskfill
-from .jvm import JvmBroker, cache_dir, copy_dependencies, java_command, wait_http
+from .jvm import JvmBroker, redacted_tools, cache_dir, copy_dependencies, java_command, wait_http
 from .managed import NodeRecord, free_port, progress
 
 MODULES = ("qpid-broker-core", "qpid-broker-plugins-amqp-1-0-protocol", "qpid-broker-plugins-management-http",
@@ -127,7 +127,8 @@ class QpidBrokerJ(JvmBroker):
         return NodeRecord(name=f"qpid{port}", kind=self.kind, url=url, pid=self.process.pid, workdir=str(workdir),
                           started_at=time.time(), owner_pid=os.getpid(),
                           extra={"product": str(opened.get("product", "qpid-broker-j")),
-                                 "version": str(opened.get("version", self.version)), "tools": self.tools,
+                                 "version": str(opened.get("version", self.version)),
+                                 "tools": redacted_tools(self.tools),
                                  "env": self.env, "anonymous_url": f"amqp://127.0.0.1:{anonymous_port}",
                                  "http_port": http_port, "mounts": [str(store)] if self._tmpfs else []})
 

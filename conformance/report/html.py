@@ -223,7 +223,8 @@ def render_summary_cards(model: dict) -> str:
         detail = f'{score["passed"]}/{score["judged"]} judged cases passed' if score else "no judged cases"
         cards.append(f'<div class="card" data-column="{esc(column["key"])}"><div><span class="name">'
                      f'{esc(column.get("series") or column["broker"])}</span><span class="ver">'
-                     f'{esc(column["version"])}</span></div><div class="score">{value}</div><div class="sub">{detail}</div><div class="sub">'
+                     f'{esc(column["version"])}</span></div><div class="score">{value}</div>'
+                     f'<div class="sub">{detail}</div><div class="sub">'
                      f'{column["runs"]} runs · last {esc(column["last_run_at"])}</div></div>')
     return f'<section class="block" id="summary"><div class="cards">{"".join(cards)}</div></section>'
 

@@ -56,6 +56,9 @@ def test_start_use_stop_then_a_second_start_reuses_the_provisioned_files(name):
             assert "\n" in handle.log_tail(20) or handle.log_tail(20)
             workdir = Path(node.workdir)
             assert workdir.exists()
+            password = brokers.handle.parse_url(handle.url).password
+            if password:
+                assert f":{password}@" not in node.path.read_text(), "the node file keeps no password"
         finally:
             handle.managed.stop()
         assert not workdir.exists(), "the throwaway node's directory is removed"
@@ -218,7 +221,8 @@ def test_minimal_case_with_proton_blocking_receiver_against_the_tested_managed_b
     proc = _pytest_n2(tmp_path, str(REPO / "tests/brokers/minimal_case_proton.py"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert f"{len(brokers.TESTED)} passed" in proc.stdout
-    figure(what=f"minimal case (proton receiver), {len(brokers.TESTED)} brokers, -n 2", seconds=round(time.monotonic() - t0, 1))
+    figure(what=f"minimal case (proton receiver), {len(brokers.TESTED)} brokers, -n 2",
+           seconds=round(time.monotonic() - t0, 1))
 
 
 def test_minimal_case_with_our_peer_against_the_tested_managed_brokers_n2(tmp_path):

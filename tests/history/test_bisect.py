@@ -38,8 +38,9 @@ def test_search_finds_the_first_bad_build(outcomes, first_bad):
 
 
 @pytest.mark.parametrize("verdicts, changed, before, kind", [
-    ("PPPPFF", 4, 3, "regression"), ("FFFFPP", 4, 3, "fix"), ("UUPPIII", 4, 3, "change"), ("PPEPPFF", 5, 4, "regression"),
-    ("PPPP", None, None, None), ("UUUU", None, None, None), ("IIIIIIIIP", 8, 7, "change"), ("PFFFFFFFF", 1, 0, "regression"),
+    ("PPPPFF", 4, 3, "regression"), ("FFFFPP", 4, 3, "fix"), ("UUPPIII", 4, 3, "change"),
+    ("PPEPPFF", 5, 4, "regression"), ("PPPP", None, None, None), ("UUUU", None, None, None),
+    ("IIIIIIIIP", 8, 7, "change"), ("PFFFFFFFF", 1, 0, "regression"),
 ])
 def test_first_change_finds_regressions_and_fixes(verdicts, changed, before, kind):
     names = {"P": "pass", "F": "fail", "I": "informational", "U": "unsupported", "E": "error"}
