@@ -216,13 +216,14 @@ class JvmBroker(ManagedBroker):
             os.killpg(process.pid, signal.SIGKILL)
 
 
-def wait_http(url: str, deadline_s: float, what: str, **auth) -> None:
-    """Wait (bounded) until an HTTP endpoint answers 2xx; BrokerStartFailed naming it otherwise."""
+def wait_http(url: str, deadline_s: float, what: str, until=None, **auth) -> None:
+    """Wait (bounded) until an HTTP endpoint answers 2xx (and `until(body)` holds, when given);
+    BrokerStartFailed naming it otherwise."""
     deadline = time.monotonic() + deadline_s
     status, body = 0, None
     while time.monotonic() < deadline:
         status, body = http("GET", url, **auth, timeout=5)
-        if 200 <= status < 300:
+        if 200 <= status < 300 and (until is None or until(body)):
             return
         time.sleep(0.3)  # bounded-wait-ok: a management endpoint coming up, with a deadline
     raise BrokerStartFailed(f"{what} did not answer at {url.split('@')[-1]} within {deadline_s:.0f} s "

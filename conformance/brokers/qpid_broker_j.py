@@ -114,8 +114,10 @@ class QpidBrokerJ(JvmBroker):
         url = f"amqp://guest:guest@127.0.0.1:{port}"
         opened = self._wait_amqp(url, port)
         api = f"http://127.0.0.1:{http_port}/api/latest"
-        wait_http(f"{api}/virtualhost/default/default", 30, f"{self.kind} HTTP management", user="guest",
-                  password="guest")
+        # the AMQP port answers before the virtual host is up (a connection then gets open + close(forced))
+        wait_http(f"{api}/virtualhost/default/default", 60, f"{self.kind} virtual host 'default' ACTIVE",
+                  user="guest", password="guest", until=lambda body: isinstance(body, dict)
+                  and body.get("state") == "ACTIVE")
         self.tools = {"http": [f"http://guest:guest@127.0.0.1:{http_port}/api/latest"]}
         if self._tmpfs:
             fill = [sys.executable, diskfill.__file__]
