@@ -5,9 +5,10 @@ but only when the broker dropped it on purpose. When the broker process died (ki
 away), every connection it had ends too, and a verdict drawn from that would lie. So after a case:
 
 - a managed broker whose process is gone is dead, whatever the case saw (a cheap check, always made);
-- when one of the case's connections ended without a close frame (TCP FIN or reset: `Peer.ending`), the broker
-  is asked once more: a new connection and an AMQP handshake, bounded by the run's frame timeout. A broker
-  that no longer accepts connections, or accepts them and no longer completes the handshake, is dead.
+- when one of the case's connections ended (TCP FIN or reset, or after a close frame, which a broker shutting
+  down cleanly sends first: `Peer.ending`), the broker is asked once more: a new connection and an AMQP
+  handshake, bounded by the run's frame timeout. A broker that no longer accepts connections, or accepts them
+  and no longer completes the handshake, is dead.
 
 `died_during(peers, broker, timeout)` returns the one-line reason (None when the broker is alive); the runner
 turns the case into `error` with it.
@@ -16,9 +17,10 @@ turns the case into `error` with it.
 from __future__ import annotations
 
 from ..peer import ConnectFailed, PeerError, SaslFailed
-from ..peer.errors import FIN, RESET, SOCKET_ERROR
+from ..peer.errors import CLOSE_FRAME, FIN, RESET, SOCKET_ERROR
 
-LOST = {FIN: "closed without a close frame (FIN)", RESET: "reset (RST)", SOCKET_ERROR: "lost (socket error)"}
+LOST = {FIN: "closed without a close frame (FIN)", RESET: "reset (RST)", SOCKET_ERROR: "lost (socket error)",
+        CLOSE_FRAME: "closed after a close frame"}   # a broker shutting down cleanly sends close first
 
 
 def process_gone(broker) -> str | None:
