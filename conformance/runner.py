@@ -106,7 +106,10 @@ def _unless_the_broker_died(result: CaseResult, ctx, broker, options: RunOptions
     """A connection lost because the broker died is `error`, never a verdict (brokers/liveness.py decides);
     the verdict the case would have given is kept in the observations."""
     from .brokers.liveness import died_during
-    died = died_during([c.peer for c in ctx.connections], broker, options.frame_timeout)
+    try:
+        died = died_during([c.peer for c in ctx.connections], broker, options.frame_timeout)
+    except Exception:              # run_case never raises; the case's own verdict stands
+        return
     if died is None:
         return
     if result.verdict is Verdict.ERROR:
