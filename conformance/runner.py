@@ -93,6 +93,8 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
         result.verdict, result.reason = Verdict.ERROR, str(exc)
     except Exception as exc:
         result.verdict, result.reason = Verdict.ERROR, f"could not set up the case: {exc}"
+    if ctx is not None:
+        _unless_the_broker_died(result, ctx, broker, options)
     result.duration_s = round(time.monotonic() - t0, 3)
     if ctx is not None:
         result.observations.update(ctx.observations)
@@ -133,6 +135,24 @@ def _transport_broke(ctx, options: RunOptions) -> str | None:
         except Exception:       # the check itself could not run (e.g. a send refused): it proves nothing
             continue
     return None
+
+
+def _unless_the_broker_died(result: CaseResult, ctx, broker, options: RunOptions) -> None:
+    """A connection lost because the broker died is `error`, never a verdict (brokers/liveness.py decides);
+    the verdict the case would have given is kept in the observations."""
+    from .brokers.liveness import died_during
+    try:
+        died = died_during([c.peer for c in ctx.connections], broker, options.frame_timeout)
+    except Exception:              # run_case never raises; the case's own verdict stands
+        return
+    if died is None:
+        return
+    if result.verdict is Verdict.ERROR:
+        result.reason = f"{died} ({result.reason})"
+        return
+    result.observations["verdict_before_broker_died"] = f"{result.verdict.value}: {result.reason}"
+    result.violated = result.expected = result.actual = None
+    result.verdict, result.reason = Verdict.ERROR, died
 
 
 def _is_peer_error(exc: BaseException) -> bool:
