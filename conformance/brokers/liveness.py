@@ -12,6 +12,12 @@ away), every connection it had ends too, and a verdict drawn from that would lie
 
 `died_during(peers, broker, timeout)` returns the one-line reason (None when the broker is alive); the runner
 turns the case into `error` with it.
+
+The connections themselves can break while the broker lives (the network: `selfcheck --transport`):
+`cut_or_stalled(peers, timeout)`, asked right after the case and before its connections are dropped, says
+why they cannot carry a verdict: one was reset (TCP RST: cut below AMQP), or one still open does not answer
+our close within the frame timeout (the closing handshake is the liveness check of the connection: it
+stalled, and the silence a verdict may rest on was the network's, not the broker's).
 """
 
 from __future__ import annotations
@@ -53,9 +59,33 @@ def unanswered(broker: Broker, timeout: float) -> str | None:
     return None
 
 
+def cut_or_stalled(peers, timeout: float) -> str | None:
+    """Why the case's connections (its peers, in order) cannot carry a verdict, or None. Sends our close on
+    every connection still open that has not seen one either way (the case is over: that is its end)."""
+    from ..peer import ConnectionLost, ExpectationTimeout
+    from ..wire import Close
+    for number, peer in enumerate(peers, 1):
+        if peer.ending == RESET:
+            return f"connection {number} was reset (TCP RST) during the case: cut below AMQP, no verdict"
+        if peer.ending is not None or peer.received(Close) or peer.transcript.frames("out", "close"):
+            continue
+        try:
+            peer.close_connection()
+            peer.expect(Close, timeout=timeout)
+        except ExpectationTimeout:
+            return (f"connection {number} stalled: the broker did not answer our close within {timeout:g} s "
+                    "after the case, so the silence the verdict rests on says nothing")
+        except ConnectionLost as exc:
+            if exc.how == RESET:
+                return f"connection {number} was reset (TCP RST) during the case: cut below AMQP, no verdict"
+        except Exception:       # the check itself could not run (e.g. a send refused): it proves nothing
+            continue
+    return None
+
+
 def died_during(peers, broker: Broker, timeout: float) -> str | None:
     """Why the broker is taken to have died during the case (one line), or None when it is alive."""
-    lost = [p.ending for p in peers if getattr(p, "ending", None) in LOST]
+    lost = [p.ending for p in peers if p.ending in LOST and not _we_closed(p)]
     gone = process_gone(broker)
     if gone is None and lost:
         gone = unanswered(broker, timeout)
@@ -63,6 +93,13 @@ def died_during(peers, broker: Broker, timeout: float) -> str | None:
         return None
     how = f"a connection was {LOST[lost[0]]} and " if lost else ""
     return f"the broker died during the case: {how}{gone}; no verdict can be drawn from this case"
+
+
+def _we_closed(peer) -> bool:
+    """The connection ended as we asked: our close, answered by the broker's (cut_or_stalled sends it after
+    the case). A broker that dies answers with no close frame, so that still counts as lost."""
+    transcript = getattr(peer, "transcript", None)
+    return peer.ending == CLOSE_FRAME and transcript is not None and bool(transcript.frames("out", "close"))
 
 
 def _short(exc: BaseException) -> str:
