@@ -83,7 +83,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                     result.observations["traceback"] = traceback.format_exc(limit=8)
             finally:
                 if result.verdict not in (Verdict.ERROR, Verdict.UNSUPPORTED):
-                    broke = _transport_broke(ctx, options)
+                    broke = _transport_broke(ctx, options)  # after the case, before it drops its connections
                     if broke:           # a verdict resting on a cut or stalled connection says nothing
                         result.observations["verdict_before_transport_check"] = result.verdict.value
                         result.verdict, result.reason = Verdict.ERROR, broke
@@ -93,6 +93,8 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
         result.verdict, result.reason = Verdict.ERROR, str(exc)
     except Exception as exc:
         result.verdict, result.reason = Verdict.ERROR, f"could not set up the case: {exc}"
+    if ctx is not None:
+        _unless_the_broker_died(result, ctx, broker, options)
     result.duration_s = round(time.monotonic() - t0, 3)
     if ctx is not None:
         result.observations.update(ctx.observations)
@@ -108,31 +110,26 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
 
 
 def _transport_broke(ctx, options: RunOptions) -> str | None:
-    """Why the case's connections cannot carry a verdict, or None. A connection reset (TCP RST) was cut below
-    AMQP (the network, a killed process); a connection still open must answer our close within the frame
-    timeout (the closing handshake is the liveness check): one that does not has stalled, so the silence a
-    verdict may rest on was the network's, not the broker's."""
-    from .peer import ConnectionLost, ExpectationTimeout
-    from .peer.errors import RESET
-    from .wire import Close
-    for conn in ctx.connections:
-        peer = conn.peer
-        if peer.ending == RESET:
-            return f"connection {conn.number} was reset (TCP RST) during the case: cut below AMQP, no verdict"
-        if peer.ending is not None or peer.received(Close) or peer.transcript.frames("out", "close"):
-            continue
-        try:
-            peer.close_connection()
-            peer.expect(Close, timeout=options.frame_timeout)
-        except ExpectationTimeout:
-            return (f"connection {conn.number} stalled: the broker did not answer our close within "
-                    f"{options.frame_timeout:g} s after the case, so the silence the verdict rests on says nothing")
-        except ConnectionLost as exc:
-            if exc.how == RESET:
-                return f"connection {conn.number} was reset (TCP RST) during the case: cut below AMQP, no verdict"
-        except Exception:       # the check itself could not run (e.g. a send refused): it proves nothing
-            continue
-    return None
+    from .brokers.liveness import cut_or_stalled
+    return cut_or_stalled([c.peer for c in ctx.connections], options.frame_timeout)
+
+
+def _unless_the_broker_died(result: CaseResult, ctx, broker, options: RunOptions) -> None:
+    """A connection lost because the broker died is `error`, never a verdict (brokers/liveness.py decides);
+    the verdict the case would have given is kept in the observations."""
+    from .brokers.liveness import died_during
+    try:
+        died = died_during([c.peer for c in ctx.connections], broker, options.frame_timeout)
+    except Exception:              # run_case never raises; the case's own verdict stands
+        return
+    if died is None:
+        return
+    if result.verdict is Verdict.ERROR:
+        result.reason = f"{died} ({result.reason})"
+        return
+    result.observations["verdict_before_broker_died"] = f"{result.verdict.value}: {result.reason}"
+    result.violated = result.expected = result.actual = None
+    result.verdict, result.reason = Verdict.ERROR, died
 
 
 def _is_peer_error(exc: BaseException) -> bool:

@@ -14,10 +14,12 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = _Parser(prog="python -m conformance", description="Managed brokers.")
-    cli.register(parser.add_subparsers(dest="command", parser_class=_Parser))
+    sub = _Parser(prog="amqp-conformance").add_subparsers(dest="command", parser_class=_Parser)
+    cli.register(sub)
+    parser = sub.choices["brokers"]
+    parser.prog = "python -m conformance.brokers"
     try:
-        args = parser.parse_args(["brokers", *(sys.argv[1:] if argv is None else argv)])
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
         return int(args.func(args) or 0)
     except ConformanceError as exc:
         print(f"error: {exc.message}", file=sys.stderr)

@@ -276,6 +276,14 @@ class BrokerHandle:
             return pid_alive(int(pid))
         return True
 
+    @property
+    def pid(self) -> int | None:
+        """The node's process id (managed nodes; workers know it from the node record), else None."""
+        pid = self.node.get("pid")
+        if pid is None and self.managed is not None and self.managed.process is not None:
+            pid = self.managed.process.pid
+        return int(pid) if pid else None
+
     def log_tail(self, lines: int = 50) -> str:
         if self.managed is not None:
             return self.managed.log_tail(lines)

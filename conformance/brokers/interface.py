@@ -84,6 +84,10 @@ class Broker(Protocol):
     def log_tail(self, lines: int = 40) -> str:
         """The last lines of the broker's log ("" when there is none to read)."""
 
+    @property
+    def pid(self) -> int | None:
+        """The broker's process id where the suite knows it (managed nodes), else None."""
+
 
 @runtime_checkable
 class WrappedBroker(Broker, Protocol):

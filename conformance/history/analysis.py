@@ -146,11 +146,18 @@ def build_model(spark, history: History, ladders: bool = True) -> dict:
 
 
 def unfinished_runs(runs: list[dict]) -> list[dict]:
-    """The runs that never finished (interrupted, killed, stopped early: run.json's `finished_at` is null), as
-    the report model's `unfinished_runs` entries: what they recorded is kept, but they are not whole runs."""
+    """The runs that never finished (interrupted, killed, stopped early: run.json's `finished_at` is null), and
+    the finished ones that broke (`broken: true`: some cases ended in error), as the report model's
+    `unfinished_runs` entries: what they recorded is kept, but they are not whole runs."""
     out = []
     for r in sorted(runs, key=lambda r: r.get("started_at") or ""):
         if r.get("finished_at"):
+            if r.get("errors"):            # finished, but broken: some cases ended in error (exit 14)
+                out.append({"run_id": r.get("run_id"), "started_at": r.get("started_at") or "",
+                            "brokers": sorted(r.get("brokers") or {}), "records": r.get("records"),
+                            "scheduled": r.get("scheduled"), "broken": True,
+                            "reason": f"broken: {r['errors']} of {r.get('records')} cases ended in error (a broker "
+                                      "died, or a case could not run), so its verdicts are incomplete"})
             continue
         stopped = r.get("stopped") if isinstance(r.get("stopped"), dict) else {}
         out.append({"run_id": r.get("run_id"), "started_at": r.get("started_at") or "",
@@ -162,7 +169,7 @@ def unfinished_runs(runs: list[dict]) -> list[dict]:
 def mark_unfinished(model: dict, runs: list[dict]) -> dict:
     """Add `unfinished_runs` to the model and `unfinished: true` to every cell whose run never finished."""
     unfinished = unfinished_runs(runs)
-    ids = {u["run_id"] for u in unfinished}
+    ids = {u["run_id"] for u in unfinished if not u.get("broken")}
     model["unfinished_runs"] = unfinished
     for cell in model["cells"]:
         cell["unfinished"] = cell["run_id"] in ids

@@ -219,7 +219,8 @@ class History:
             for run_id, (run_dir, meta) in metas.items():
                 runs.append({**{k: v for k, v in meta.items() if k != "options"}, "options": meta.get("options"),
                              "source": str(run_dir.resolve()), "batch_id": batch_id,
-                             "records": count_records(run_dir / "results.jsonl")})
+                             "records": count_records(run_dir / "results.jsonl"),
+                             "errors": _count_errors(run_dir / "results.jsonl")})
             (staging / "runs.json").write_text(json.dumps(runs, indent=1, sort_keys=True, default=str), "utf-8")
             self.batches.mkdir(parents=True, exist_ok=True)
             os.replace(staging, self.batches / batch_id)       # the ingest becomes visible here, whole
@@ -333,3 +334,11 @@ def _check_lines(path: Path) -> None:
                     or record.get("verdict") not in VERDICTS:
                 raise BadResults(f"{path}:{number} is not a case record (needs case_id, broker and a known "
                                  "verdict); delete that line or re-run the case") from None
+
+
+def _count_errors(results: Path) -> int:
+    """How many of a run's records ended in `error` (the report shows such a run as broken)."""
+    try:
+        return sum(1 for r in read_records(results) if r.get("verdict") == "error")
+    except BadResults:
+        return 0

@@ -96,6 +96,10 @@ class ProxiedBroker:
     def log_tail(self, lines: int = 40) -> str:
         return self._broker.log_tail(lines)
 
+    @property
+    def pid(self) -> int | None:
+        return self._broker.pid
+
     def stop_proxy(self) -> None:
         self.proxy.stop()
 

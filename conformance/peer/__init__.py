@@ -12,6 +12,10 @@ for except heartbeats (empty frames at half the other side's idle-time-out, reco
   `expect_any(*Kinds)`, `expect_nothing(...)`, `expect_error(condition, accept=(Detach, End, Close))`,
   `expect_header()`; `mark()`, `pending()`, `received(Kind)`, `arrived`.
 - Server role: `PeerServer(host, port, tls=ServerTLS(cert, key)).accept()` -> Peer; `peer.server_handshake()`.
+- How the connection ended: `peer.ending` (None while open; "close-frame", "fin", "reset", "socket-error"),
+  also `ConnectionLost.how`. A non-AMQP answer to our header is `NotAmqp` (exit 15); a frame above the
+  max-frame-size we announced (512 before our open) is `MalformedInput` (exit 11).
+- Modules: connection (Peer, frame builders), transport, inbound (sans-IO), expectations, handshake, server.
 - `Transcript`: every header and frame in and out, redacted; `to_json()` and `ladder()`.
 """
 

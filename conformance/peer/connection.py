@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ..run.options import DEFAULTS
 from ..wire import (
     AMQP_HEADER, Accepted, Attach, Begin, Close, Detach, Disposition, End, Error, Flow, Frame, Open,
     ProtocolHeader, SaslInit, Source, Symbol, Target, Transfer, encode_frame, heartbeat,
@@ -39,9 +40,9 @@ from .url import BrokerAddress, parse_url
 
 @dataclass(frozen=True)
 class Timeouts:
-    frame: float = 5.0       # default bound on waiting for an expected frame
-    quiet: float = 0.5       # how long "nothing (matching) arrives" is watched
-    connect: float = 5.0     # TCP/TLS connect
+    frame: float = DEFAULTS.frame_timeout       # default bound on waiting for an expected frame
+    quiet: float = DEFAULTS.quiet_period        # how long "nothing (matching) arrives" is watched
+    connect: float = DEFAULTS.connect_timeout   # TCP/TLS connect
 
 
 @dataclass(frozen=True)

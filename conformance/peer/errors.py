@@ -95,11 +95,13 @@ class NotAmqp(PeerError, NotAmqpServer):
         NotAmqpServer.__init__(self, msg)
 
 
-def excerpt(data: bytes, limit: int = 60) -> str:
-    """The first line of `data` as printable text in quotes (other bytes as \\xNN), at most `limit` chars."""
-    first = bytes(data).split(b"\n", 1)[0].rstrip(b"\r")
-    text = "".join(chr(b) if 32 <= b < 127 else f"\\x{b:02x}" for b in first[:limit])
-    return f'"{text}{"..." if len(first) > limit or len(first) < len(data.rstrip()) else ""}"'
+def excerpt(data: bytes, limit: int = 80) -> str:
+    """The start of `data` as printable text in quotes: runs of whitespace (line breaks too) as one space,
+    other unprintable bytes as \\xNN, at most `limit` characters."""
+    text = "".join(chr(b) if 32 <= b < 127 else " " if chr(b).isspace() else f"\\x{b:02x}" for b in bytes(data))
+    text = " ".join(text.split())
+    cut = text[:limit]
+    return f'"{cut}{"..." if len(text) > limit else ""}"'
 
 
 class ConnectFailed(PeerError, BrokerUnreachable):

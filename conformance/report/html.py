@@ -565,8 +565,9 @@ def render_unfinished(model: dict) -> str:
     for r in runs:
         counted = (f'{r["records"]} of {r["scheduled"]} cases recorded' if r.get("scheduled") is not None
                    else f'{r.get("records", "?")} cases recorded')
-        items.append(f'<li>run <code>{esc(r["run_id"])}</code> ({esc(", ".join(r["brokers"]))}), started '
+        items.append(f'<li>{"broken " if r.get("broken") else ""}run <code>{esc(r["run_id"])}</code> ({esc(", ".join(r["brokers"]))}), started '
                      f'{esc(r["started_at"])}: {esc(counted)}; {esc(r["reason"])}</li>')
-    return ('<section class="block unfinished" id="unfinished"><h2>&#9888; Unfinished runs</h2>'
-            '<p class="note">These runs never finished: the verdicts of the cases they recorded stand, but they are '
-            f'not whole runs.</p><ul>{"".join(items)}</ul></section>')
+    title = "Unfinished or broken runs" if any(r.get("broken") for r in runs) else "Unfinished runs"
+    return (f'<section class="block unfinished" id="unfinished"><h2>&#9888; {title}</h2>'
+            '<p class="note">These runs never finished, or broke (cases ended in error): the verdicts of the cases '
+            f'they recorded stand, but they are not whole runs.</p><ul>{"".join(items)}</ul></section>')

@@ -33,8 +33,9 @@ Schema (every key listed is required; extra keys are allowed and ignored)::
 Optional: a column's "series" names the release series its broker belongs to (artemis-2.40.0 -> artemis);
 the columns of one series are consecutive, oldest version first, and "changes" of a series name it as
 "broker". "unfinished_runs": [{"run_id", "started_at", "brokers": [str], "records": int | null,
-"scheduled": int | null, "reason": str}] lists runs that never finished (interrupted or killed; their records
-are kept), and a cell from such a run carries "unfinished": true.
+"scheduled": int | null, "reason": str, "broken": bool (optional)}] lists runs that never finished (interrupted
+or killed; their records are kept), and a cell from such a run carries "unfinished": true; and runs that
+finished broken ("broken": true: some cases ended in error, e.g. the broker died), whose cells are not marked.
 
 VERDICT is one of pass, fail, non-strict, informational, unsupported, error. The judged verdicts are pass,
 fail and non-strict; score = passed / judged (0 when nothing was judged). Every column, case and

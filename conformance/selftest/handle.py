@@ -74,5 +74,7 @@ class ReferenceBrokerHandle:
     def log_tail(self, lines: int = 40) -> str:
         return ""
 
+    pid = None          # runs in this process: nothing to watch
+
     def stop(self) -> None:
         self.server.stop()

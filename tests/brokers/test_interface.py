@@ -127,3 +127,15 @@ def test_the_url_check_is_bounded_by_the_runs_frame_timeout():
         took = time.monotonic() - t0
     assert took < 3.0, f"the check took {took:.1f} s with a 0.5 s bound"
     assert "0.5 s (--frame-timeout)" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_python_m_conformance_brokers_runs_without_the_top_level_cli():
+    """`python -m conformance.brokers` is the broker layer's own entry (it imports no layer above it)."""
+    import subprocess
+    import sys
+    done = subprocess.run([sys.executable, "-m", "conformance.brokers", "nope"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+    listed = subprocess.run([sys.executable, "-m", "conformance.brokers", "list"], capture_output=True, text=True,
+                            timeout=60)
+    assert listed.returncode == 0 and "qpid-proton-c" in listed.stdout

@@ -103,3 +103,22 @@ def test_transport_takes_only_transport_faults(capsys):
     assert main(["selfcheck", "--transport", "--broker", "rabbitmq-4.0", "--fault", "drain-stripped"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown fault 'drain-stripped'") and "delay-50ms" in err and err.count("\n") == 1
+
+
+def test_the_transport_matrix_rule():
+    """Where a reset fired the case must be error; where it did not, unchanged -- or error (collateral: a case
+    the fault did not hit may still break, which is never a lie); a pass or fail that differs is wrong."""
+    from conformance.mutants.selfcheck import build_transport_report
+
+    def run(verdicts, fired=()):
+        return {"verdicts": dict(verdicts), "duration_s": 1.0,
+                "records": {c: {"verdict": v, "reason": "r", "observations":
+                                {"transport_fault": "reset fired"} if c in fired else {}} for c, v in verdicts.items()}}
+    direct = {"a": "pass", "b": "fail", "c": "pass", "d": "pass"}
+    runs = {"direct": run(direct), "proxy": run(direct),
+            "reset": run({"a": "error", "b": "error", "c": "error", "d": "fail"}, fired=("a", "d")),
+            "delay-200ms": run({"a": "pass", "b": "pass", "c": "pass", "d": "pass"})}
+    report = build_transport_report({"name": "x"}, list(direct), ["reset", "delay-200ms"], runs, OPTIONS)
+    reset, delay = report["transport"]["reset"], report["transport"]["delay-200ms"]
+    assert set(reset["collateral_errors"]) == {"b", "c"} and set(reset["wrong"]) == {"d"}
+    assert set(delay["wrong"]) == {"b"} and not report["ok"]
