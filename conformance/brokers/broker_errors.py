@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..cases.base import CaseUnsupported
+from ..casekit.findings import CaseUnsupported
 from ..errors import ConformanceError
 
 

@@ -10,7 +10,8 @@ for except heartbeats (empty frames at half the other side's idle-time-out, reco
   session fields from tracked state (`peer.state`, see `state.py`) unless a field is given; `send_raw(bytes)`.
 - Expectations: `expect(Kind | (Kinds...), channel=, where=, after=, timeout=, **field_matchers)`,
   `expect_any(*Kinds)`, `expect_nothing(...)`, `expect_error(condition, accept=(Detach, End, Close))`,
-  `expect_header()`; `mark()`, `pending()`, `received(Kind)`, `arrived`.
+  `expect_header()`; `mark()`, `pending()`, `received(Kind)`, `arrived`; `settle(peer, quiet)` waits
+  (bounded) until the other side stops sending on its own.
 - Server role: `PeerServer(host, port, tls=ServerTLS(cert, key)).accept()` -> Peer; `peer.server_handshake()`.
 - `Transcript`: every header and frame in and out, redacted; `to_json()` and `ladder()`.
 """
@@ -21,6 +22,7 @@ from .errors import (
     UnexpectedFrame,
 )
 from .ladder import summarize
+from .quiet import settle
 from .server import PeerServer, ServerTLS, server_handshake
 from .state import LinkState, PeerState, SessionState
 from .transcript import SCHEMA, Entry, Transcript
@@ -29,5 +31,5 @@ from .url import BrokerAddress, parse_url
 __all__ = [
     "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
     "LinkState", "BrokerAddress", "parse_url", "PeerError", "ExpectationTimeout", "UnexpectedFrame",
-    "ConnectionLost", "MalformedInput", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches",
+    "ConnectionLost", "MalformedInput", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches", "settle",
 ]
