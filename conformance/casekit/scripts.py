@@ -534,10 +534,11 @@ class SenderScript(LinkScript):
         self.sent[int(frame.body.delivery_id)] = body
         return frame
 
-    def echo(self, *, requirement: str) -> Flow:
+    def echo(self, *, requirement: str | None) -> Flow | None:
         """flow(echo=true) on this sender link; returns the broker's flow that reflects every transfer sent
         (flows the broker sent before it processed them may arrive first and are skipped). A flow ahead of
-        our delivery-count is returned at once (the caller's check fails it)."""
+        our delivery-count is returned at once (the caller's check fails it). With requirement None (echo
+        only as a means), no answer returns None."""
         settle(self.peer, self.ctx.options.quiet_period)
         mark = self.peer.mark()
         ours = self.state.delivery_count
@@ -550,6 +551,8 @@ class SenderScript(LinkScript):
             return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
                                     after=mark, where=current).body
         except (ExpectationTimeout, ConnectionLost) as exc:
+            if requirement is None:       # echo only as a means: no answer is no finding
+                return None
             self.ctx.halt(requirement, "the broker did not answer flow(echo=true) on the publisher link with "
                           "its current state", expected="a flow for this link", actual=_arrived_text(exc),
                           conn=self.connection)

@@ -54,6 +54,11 @@ class Faults:
     ignore_flow_without_delivery_count: bool = False  # 2.6.7/unknown-delivery-count
     unsettled_in_settled_mode: bool = False   # 2.7.5/settled-mode-settled
     no_delivery_id: bool = False          # 2.7.5/delivery-id-first: first transfer of a delivery lacks it
+    # (verdicts branch, for the verdict-rule tests: a broker breaking an obligation, an unrelated rule, a MAY)
+    end_session_on_drain: bool = False    # 2.6.7/drain-advance: a drain it cannot fill: all but one message, then
+                                          # end(error=amqp:internal-error) instead of the drained flow (RabbitMQ 3.10)
+    omit_receiver_delivery_count: bool = False  # 2.7.4/receiver-delivery-count: publisher flows lack delivery-count
+    lose_after: int = 0                   # accepts, then loses every transfer beyond the first N of a publisher link
 
 
 @dataclass
@@ -335,6 +340,8 @@ class BrokerConnection:
         room = None if q is None or q.max_length is None else q.max_length - len(q.messages)
         link.link_credit = self.cfg.publisher_credit if room is None else min(self.cfg.publisher_credit, room)
         reported = serial_add(link.delivery_count, self.faults.receiver_delivery_count_offset)
+        if self.faults.omit_receiver_delivery_count:
+            reported = None
         self._send(self._session_flow(s, link, delivery_count=reported, link_credit=link.link_credit),
                    s.channel)
 
@@ -373,6 +380,11 @@ class BrokerConnection:
 
     def _on_receiver_flow(self, s: Session, link: OutgoingLink, flow: Flow) -> None:
         credit = flow.link_credit or 0
+        if self.faults.end_session_on_drain and flow.drain and len(self.state.queue(link.queue).messages) < credit:
+            link.link_credit = max(len(self.state.queue(link.queue).messages) - 1, 0)
+            self._pump_link(s, link)
+            self._end_session(s, "amqp:internal-error", "drain failed")
+            return
         if self.faults.ignore_flow_without_delivery_count and flow.delivery_count is None:
             return
         if self.faults.plain_arithmetic and flow.delivery_count is not None:
@@ -476,7 +488,9 @@ class BrokerConnection:
             s.incoming.pop(transfer.handle, None)
             return
         q = self.state.queue(link.queue)
-        q.messages.append(_message_body(payload))
+        link.received = getattr(link, "received", 0) + 1       # type: ignore[attr-defined]
+        if not (self.faults.lose_after and link.received > self.faults.lose_after):    # type: ignore[attr-defined]
+            q.messages.append(_message_body(payload))
         link.delivery_count = serial_add(link.delivery_count, 1)
         link.link_credit -= 1
         if not transfer.settled:
