@@ -17,6 +17,7 @@ from ..casekit.scripts import Excess, Throttle
 
 @case("2.5.6/1", "Peer incoming-window 0: no transfer despite link credit; widening the window resumes",
       ["2.5.6/remote-incoming-window-formula", "2.5.6/remote-incoming-window-decrement", "2.5.6/incoming-window"],
+      subject=["2.5.6/remote-incoming-window-decrement"],
       expectation="begin(incoming-window=0), credit 5, 5 queued -> nothing; flow(incoming-window=3) -> exactly 3; "
                   "flow(incoming-window=100) -> the other 2")
 def incoming_window_zero(ctx):

@@ -116,7 +116,7 @@ def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str,
             "reason": d.get("reason") or "", "violated": d.get("violated"), "run_id": run_id,
             "duration_s": last["duration_s"] or 0.0, "section": d.get("section"), "level": d.get("level"),
             "requirement_ids": _json_list(d.get("requirement_ids")), "records": r["records"],
-            "findings": finding_lines(_json_list(d.get("findings"))),
+            "findings": finding_lines(_json_objects(d.get("findings"))),
             "verdict_counts": {v: r[f"n_{v}"] for v in VERDICTS if r[f"n_{v}"]},
             "mean_s": (r["sum_s"] or 0.0) / r["records"], "min_s": r["min_s"] or 0.0, "max_s": r["max_s"] or 0.0,
         })
@@ -302,6 +302,15 @@ def _json_list(text) -> list:
     except ValueError:
         return []
     return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _json_objects(text) -> list:
+    """A JSON list of objects (a record's findings) from its stored text; [] when absent or malformed."""
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _case_order(case_id: str) -> tuple:
