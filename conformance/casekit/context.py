@@ -175,9 +175,9 @@ class CaseContext:
         """Open an obligation on the frame just sent: the broker must answer it (`answers(frame)`)."""
         if not catalogue.get(requirement).obligation:
             raise SuiteError(f"{requirement} is not an obligation in the catalogue")
-        entries = conn.peer.transcript.snapshot()
-        self.obligations.append(Obligation(requirement, what, conn, channel, answers,
-                                           entries[-1].index if entries else -1))
+        sent = [e.index for e in conn.peer.transcript.snapshot() if e.direction == "out" and not e.auto]
+        # the frame just sent (an answer may already have arrived after it: the scan starts at our frame)
+        self.obligations.append(Obligation(requirement, what, conn, channel, answers, sent[-1] if sent else -1))
 
     # -- how a case ends -----------------------------------------------------------------------------------
 
