@@ -42,6 +42,13 @@ def test_requirement_levels_and_sections_are_consistent():
             assert req.level in req.text, f"{req.id}: level {req.level} not in its text"
 
 
+def test_obligations_are_marked_in_the_catalogue():
+    """A request the broker must answer: a drain, a flow on an unattached handle."""
+    obligations = {r.id for r in catalogue.load().values() if r.obligation}
+    assert obligations == {"2.6.7/drain-advance", "2.7.4/unattached-handle"}
+    assert all(catalogue.get(r).level == "MUST" for r in obligations)
+
+
 def test_select_by_id_section_and_requirement():
     assert [c.id for c in select(["2.6.8/1"])] == ["2.6.8/1"]
     assert {c.section for c in select(["2.6.8"])} == {"2.6.8"}
