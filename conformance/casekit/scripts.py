@@ -211,6 +211,15 @@ class SessionScript:
             self.ctx.halt(requirement, "the broker did not answer flow(echo=true)",
                           expected="a flow from the broker", actual=_arrived_text(exc), conn=self.connection)
 
+    def own_flow_after_transfers(self) -> Flow | None:
+        """After a bounded quiet period, the latest flow the broker sent on this session on its own whose
+        next-incoming-id reflects every transfer we sent (a credit top-up); None if none came."""
+        settle(self.peer, self.ctx.options.quiet_period)
+        ours = self.state.next_outgoing_id
+        own = [f.body for f in self.peer.received(Flow) if f.channel == self.remote_channel and not f.body.echo
+               and f.body.next_incoming_id is not None and int(f.body.next_incoming_id) == ours]
+        return own[-1] if own else None
+
     def barrier(self) -> None:
         """Make sure the broker has processed everything sent so far on this connection (attach round trip)."""
         queue = self.links[0].queue if self.links else None
