@@ -47,8 +47,8 @@ def finding_lines(findings: list) -> list[str]:
 
 def requirement_verdict_counts(case_verdict: str, violated: str | None, requirement_id: str) -> bool:
     """Whether a case's verdict speaks for one of the requirements it cites: a fail or non-strict verdict
-    counts only for the requirement it names as violated (a case stops at its first violation, so it says
-    nothing about the others); any other verdict counts for all of them."""
+    counts only for the requirement of its deciding finding (the others it judged are listed with the cell,
+    and a step that needed a missing frame judged nothing after it); any other verdict counts for all."""
     if case_verdict in ("fail", "non-strict") and violated:
         return violated == requirement_id
     return True
