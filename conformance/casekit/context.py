@@ -195,6 +195,14 @@ class CaseContext:
         return Outcome(OutcomeKind.UNOBSERVABLE, f"{requirement} not observable on this broker, because {because}",
                        observations, requirement)
 
+    def broker_alive(self) -> bool:
+        """Whether the broker process still runs (a broker without the check counts as alive)."""
+        alive = getattr(self.broker, "alive", None)
+        try:
+            return bool(alive()) if callable(alive) else True
+        except Exception:
+            return False
+
     def describe_error(self, exc: BaseException) -> str:
         if isinstance(exc, PeerError):
             return f"{type(exc).__name__}: {exc}"
@@ -214,6 +222,13 @@ class CaseContext:
                 seen.add(v.requirement_id)
                 self.add_finding(v.requirement_id, f"frame {index}: {v.detail}", expected=v.sentence[:120],
                             actual=summarize(frame), conn=conn, frame_index=index, source=Source.MODEL)
+        for conn in self.connections:
+            if conn.peer.closed_by_remote and not conn.peer.received(Close) and self.broker_alive():
+                entries = conn.peer.transcript.snapshot()
+                self.add_finding("2.4.3/close-frame-first", "the broker dropped the connection without a close frame "
+                                 "(the broker process is still running)", expected="close(...) before the socket "
+                                 "closes", actual="the socket closed", conn=conn,
+                                 frame_index=entries[-1].index if entries else None, source=Source.MODEL)
         for ob in self.obligations:
             if self.found(ob.requirement):
                 continue

@@ -1,8 +1,9 @@
 """The case registry: how a conformance case is declared (`@case`) and what its declaration says.
 
 A case declares its *subject* (the requirement(s) it exists to judge) and every other requirement its
-steps may record a finding on. The flow-control model judges every transcript after the case, so the
-model's requirements are judged by every case too (`CaseSpec.judged`). A finding on a requirement outside
+steps may record a finding on. The flow-control model judges every transcript after the case (and a
+connection the broker dropped without a close frame is judged too), so those requirements are judged by
+every case (`CaseSpec.judged`). A finding on a requirement outside
 `judged` is a suite error (`conformance.casekit.executor`): declared = judged.
 """
 
@@ -17,8 +18,10 @@ from ..model import emitted_requirement_ids
 
 CASE_ID = re.compile(r"^\d+(\.\d+)+/\d+$")
 
-# What the model judges on every transcript, in catalogue order.
-MODEL_REQUIREMENTS: tuple[str, ...] = tuple(r for r in catalogue.load() if r in emitted_requirement_ids())
+# What is judged over every case's whole exchange, in catalogue order: the model's requirements, and a
+# connection dropped without a close frame while the broker is alive (2.4.3).
+MODEL_REQUIREMENTS: tuple[str, ...] = tuple(r for r in catalogue.load() if r in emitted_requirement_ids()
+                                            or r == "2.4.3/close-frame-first")
 
 
 @dataclass(frozen=True)
