@@ -137,7 +137,9 @@ def _conclude(result: CaseResult, spec: CaseSpec, ctx, outcome: Outcome | None, 
     if decided is not None:          # the deciding finding: the worst, first recorded among equals
         first = findings[0]
         result.verdict, result.reason = decided, first.reason
-        if outcome is not None and outcome.kind is not OutcomeKind.PASSED:   # what the case said of its subject
+        subject_found = any(f.requirement in spec.subject for f in findings)
+        if outcome is not None and outcome.kind is not OutcomeKind.PASSED and not (
+                subject_found and outcome.kind is OutcomeKind.UNOBSERVABLE):    # what the case said of its subject
             result.reason += f" -- and the case's subject: {outcome.reason}"
         result.violated, result.expected, result.actual = first.requirement, first.expected, first.actual
     elif outcome is None:
