@@ -29,23 +29,34 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _cmd_list(args) -> int:
+    from .casekit import MODEL_REQUIREMENTS
     from .cases import load_all
     cases = load_all()
     by_req: dict[str, list[str]] = {}
     for c in cases.values():
         for r in c.requirements:
-            by_req.setdefault(r, []).append(c.id)
+            by_req.setdefault(r, []).append(c.id + ("*" if r in c.subject else ""))
     if args.cases:
         for c in cases.values():
             flags = (" [needs " + ", ".join(c.needs) + "]" if c.needs else "") + (" [exclusive]" if c.exclusive else "")
             print(f"{c.id:<10} {c.level:<11} {c.title}{flags}")
+            if args.verbose:
+                print(f"      subject: {', '.join(c.subject)}")
+                print(f"      judges:  {', '.join(r for r in c.requirements if r not in c.subject) or '-'}"
+                      " (and what the model judges over every exchange)")
         return 0
+    print("cases: * marks a case's subject; the flow-control model judges its requirements over every case's "
+          "exchange")
     current = None
     for req in catalogue.load().values():
         if req.section != current:
             current = req.section
             print(f"\n§{current}")
         covered = ", ".join(by_req.get(req.id, [])) or ("-" if req.observable else "(not observable from a peer)")
+        if req.id in MODEL_REQUIREMENTS:
+            covered = ("" if covered == "-" else covered + "; ") + "model: every case"
+        if req.obligation:
+            covered += " [obligation]"
         print(f"  {req.id:<44} {req.level:<11} cases: {covered}")
         if args.verbose:
             print(f"      “{req.text}”")

@@ -48,9 +48,12 @@ class CaseResult:
     broker_version: str | None = None
     duration_s: float = 0.0
     started_at: str = ""
-    violated: str | None = None          # requirement id that a fail / non-strict verdict names
+    violated: str | None = None          # requirement id of the deciding finding (the worst, first found)
     expected: str | None = None
     actual: str | None = None
+    findings: list[dict] = field(default_factory=list)   # every finding, deciding one first (Finding.to_record)
+    subject: list[str] = field(default_factory=list)     # the requirement(s) the case exists to judge
+    outcome: str | None = None           # how the case body ended: passed / recorded / unobservable (None: halted)
     observations: dict[str, Any] = field(default_factory=dict)
     transcripts: list[dict] = field(default_factory=list)   # Transcript.to_json() of each connection
     ladders: list[str] = field(default_factory=list)

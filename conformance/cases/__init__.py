@@ -1,4 +1,5 @@
-"""Conformance cases, one module per spec section (`s2_6_8_synchronous_get` holds the 2.6.8 cases).
+"""Conformance cases, one module per spec section (`s2_6_8_synchronous_get` holds the 2.6.8 cases); the
+vocabulary they are written in lives in `conformance.casekit`.
 
 Importing this package registers every case in `REGISTRY` (id -> CaseSpec). Case ids are
 `<section>/<n>`, e.g. `2.6.8/1`; `select()` resolves ids, section prefixes and requirement ids.
@@ -11,7 +12,7 @@ import pkgutil
 
 from .. import catalogue
 from ..errors import UnknownCaseError
-from .base import REGISTRY, CaseSpec, case  # noqa: F401
+from ..casekit.spec import REGISTRY, CaseSpec, case  # noqa: F401
 
 _loaded = False
 

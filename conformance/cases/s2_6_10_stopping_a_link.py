@@ -4,14 +4,14 @@ The receiver sets link-credit to 0 with echo=true while transfers are in flight.
 sender saw the new state may still arrive (footnote 1); after the echoed flow, none may (footnote 2).
 """
 
-from .base import case
+from ..casekit import case
 
 QUEUED = 500
 LATE = 20
 
 
 @case("2.6.10/1", "Stopping a link: after the echoed flow no transfer arrives; new credit resumes delivery",
-      ["2.6.10/stopping-a-link", "2.6.7/no-send-without-credit", "2.7.4/echo"], figure="2.46",
+      ["2.6.10/stopping-a-link", "2.6.7/no-send-without-credit", "2.6.7/credit-formula"], figure="2.46",
       expectation=f"{QUEUED} queued, credit {QUEUED}; flow(link-credit=0, echo=true) mid-stream -> the echoed flow; "
                   f"no transfer after it, not even for {LATE} messages queued later; new credit delivers the rest "
                   "in order, nothing lost or duplicated")
@@ -28,7 +28,11 @@ def stopping_a_link(ctx):
     mark = link._mark
     session.set_incoming_window(2048)       # processed after the stop: only what was in flight may come
     link._mark = mark
-    echoed = link.expect_flow(requirement="2.7.4/echo")                      # (2)
+    echoed = link.await_flow()                                               # (2)
+    if echoed is None:
+        return ctx.unobservable("2.6.10/stopping-a-link", "the broker answered no flow(echo=true): the point "
+                                "after which no transfer may come (footnote 2) is not shown (echo is a SHOULD, "
+                                "judged by 2.7.4/1)")
     link.require_credit(echoed, 0, requirement="2.6.7/credit-formula",
                         why="the receiver set link-credit to 0")
     in_flight = link.take_transfers_before(echoed) - 10                      # (1)

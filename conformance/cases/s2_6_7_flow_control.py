@@ -3,10 +3,13 @@
 Receiver-side cases: the peer receives from a queue (the broker is the link's sender).
 Sender-side cases: the peer publishes to a queue (the broker is the link's receiver).
 Delivery-counts are compared with RFC 1982 arithmetic only: brokers start them anywhere, RabbitMQ 4 near 2^32.
+A drain opens the obligation 2.6.7/drain-advance: a broker that ends the session or closes the connection
+with an error before answering it has broken that MUST, whatever the case was waiting for at the time.
 """
 
+from ..casekit import case
+from ..casekit.scripts import Excess, Throttle
 from ..wire import serial_add
-from .base import case
 
 
 # -- receiver side ----------------------------------------------------------------------------------------
@@ -118,6 +121,7 @@ def unspecified_delivery_count(ctx):
 
 @case("2.6.7/7", "Serial-number wrap: reconciliation and drain across 2^32",
       ["2.6.7/delivery-count-serial", "2.6.7/credit-formula", "2.6.7/drain-advance"],
+      subject=["2.6.7/credit-formula", "2.6.7/drain-advance"],
       expectation="whatever the broker's initial delivery-count, limits computed across the wrap hold: "
                   "receive 3 per step, drain, stale count, with delivery-counts shown modulo 2^32")
 def serial_wrap(ctx):
@@ -144,13 +148,17 @@ def serial_wrap(ctx):
 
 @case("2.6.7/8", "Available reflects the queue depth (informational)",
       ["2.6.7/available-sender-only", "2.7.4/available"],
-      expectation="5 queued, flow(link-credit=0, echo=true) -> the echoed flow's available is recorded")
+      expectation="5 queued, flow(link-credit=0, echo=true) -> the echoed flow's available is recorded (the echo "
+                  "is only the means: a broker that answers no echo makes available not observable)")
 def available_reported(ctx):
     """The spec leaves the accuracy of available to the sender: what the broker reports is recorded."""
     queue = ctx.queue(preload=5)
     link = ctx.session().attach_receiver(queue)
     link.flow(link_credit=0, echo=True)
-    reply = link.expect_flow(requirement="2.7.4/echo")
+    reply = link.await_flow()
+    if reply is None:
+        return ctx.unobservable("2.6.7/available-sender-only", "the broker answered no flow(echo=true) on the link "
+                                "(echo is a SHOULD, judged by 2.7.4/1)")
     available = reply.available
     return ctx.informational(
         f"broker reported available={available} with 5 messages queued",
@@ -176,6 +184,8 @@ def independent_links(ctx):
     return ctx.passed("the stopped link stayed quiet while the other received its 3")
 
 
+WRAP_BUDGET = 1000    # 2.6.7/11 uses up a publisher credit up to this size, so the broker tops it up
+
 # -- sender side ------------------------------------------------------------------------------------------
 
 @case("2.6.7/10", "The broker grants credit to a publisher after attach",
@@ -192,27 +202,55 @@ def publisher_gets_credit(ctx):
 
 
 @case("2.6.7/11", "Publisher with initial-delivery-count near 2^32: wrapped counts stay right",
-      ["2.6.7/delivery-count-serial", "2.7.4/receiver-delivery-count", "2.6.7/credit-formula"],
-      expectation="initial-delivery-count 2^32-3, send 4 -> the broker's flows carry delivery-count 1 (wrapped) "
-                  "and all 4 messages are queued")
+      ["2.7.4/receiver-delivery-count", "2.6.7/delivery-count-serial", "2.6.7/initial-flow-state",
+       "3.4.2/accepted-at-target"], subject=["2.7.4/receiver-delivery-count"],
+      expectation="initial-delivery-count 2^32-3, send the whole credit granted (4 when it exceeds "
+                  f"{WRAP_BUDGET}) -> every flow the broker sends for the link carries a delivery-count our transfers "
+                  "explain, and one sent after the last carries the wrapped count; the wrap is "
+                  "read from the flows the broker sends on its own (credit top-ups), echo only as a fallback; "
+                  "all accepted and queued")
 def publisher_wrap(ctx):
-    """The broker's flows as receiver must carry our delivery-count modulo 2^32."""
+    """The broker's flows as receiver must carry our delivery-count modulo 2^32. Frames the broker must send
+    judge first: its flows for the link (the model checks each against our transfers), its dispositions and
+    the queue depth; an echo is asked only when no flow after the wrap came on its own."""
     queue = ctx.queue()
     link = ctx.session().attach_sender(queue, initial_delivery_count=0xFFFFFFFD)
     link.expect_credit(requirement="2.6.7/initial-flow-state")
     link.require_credit_at_least(4)
-    for i in range(4):
+    count = link.credit if link.credit <= WRAP_BUDGET else 4     # all of it: a broker wanting more must say so
+    for i in range(count):
         link.transfer(f"wrap-{i}".encode())
-    flow = link.echo(requirement="2.7.4/echo")
-    link.require_delivery_count(flow, 1, requirement="2.7.4/receiver-delivery-count",
-                                why="2^32 - 3 + 4 wraps to 1")
-    ctx.require_queue_depth(queue, 4, requirement="2.6.7/credit-formula",
-                            why="all 4 transfers were sent within the granted credit")
-    return ctx.passed("delivery-count 0xfffffffd + 4 reported as 1; all 4 messages queued")
+    outcomes = link.await_outcomes(count)
+    ended = link.ended_by_broker()
+    ctx.require(ended is None, "2.6.7/credit-formula", f"the broker ended the link after {count} transfers within "
+                "the credit it granted, across the delivery-count wrap", expected="the link kept open",
+                actual=ended or "")
+    after = link.flow_after_transfers()
+    source = "a flow the broker sent on its own"
+    if after is None:
+        after = link.echo(requirement=None)
+        source = "the broker's answer to flow(echo=true)"
+    accepted = link.accepted_bodies()
+    depth = ctx.queue_depth(queue)
+    ctx.observe(sent=count, accepted=len(accepted), outcomes=outcomes,
+                flow_source=source if after is not None else None)
+    ctx.require(depth is None or depth >= count, "3.4.2/accepted-at-target",
+                f"the queue holds {depth} messages after {count} transfers sent within the granted credit",
+                expected=f"{count} messages", actual=f"{depth} messages")
+    if after is None:
+        return ctx.unobservable("2.7.4/receiver-delivery-count",
+                                "the broker sent no flow for the link after the wrapped transfers, on its own or as "
+                                "an answer to echo (echo is a SHOULD, judged by 2.6.7/13)", accepted=len(accepted))
+    wrapped = serial_add(0xFFFFFFFD, count)
+    link.require_delivery_count(after, wrapped, requirement="2.7.4/receiver-delivery-count",
+                                why=f"2^32 - 3 + {count} wraps to {wrapped}")
+    return ctx.passed(f"delivery-count 0xfffffffd + {count} reported as {wrapped:#x} in {source}; "
+                      f"{len(accepted)} of {count} accepted")
 
 
 @case("2.6.7/12", "Transfers beyond the granted credit: handled or detached, never lost silently",
-      ["2.6.7/excess-transfers", "2.8.18/transfer-limit-exceeded", "2.6.5/link-error-detach"],
+      ["2.6.7/excess-transfers", "2.8.18/transfer-limit-exceeded", "2.6.5/link-error-detach",
+       "2.6.7/initial-flow-state"],
       expectation="send credit + 2 transfers -> either all are queued, or the link is detached with "
                   "amqp:link:transfer-limit-exceeded (informational which); a crash or silent loss fails")
 def transfers_beyond_credit(ctx):
@@ -227,18 +265,20 @@ def transfers_beyond_credit(ctx):
                                  credit=credit)
     for i in range(credit + 2):
         link.transfer(f"excess-{i}".encode(), allow_without_credit=True)
-    outcome = link.expect_handled_or_detached(credit + 2, condition="amqp:link:transfer-limit-exceeded",
-                                              requirement="2.6.5/link-error-detach")
-    if outcome == "handled":
-        ctx.require_queue_depth(queue, credit + 2, requirement="2.6.7/excess-transfers",
-                                why="handling the excess normally means queueing it; anything else is neither "
-                                    "of the two behaviours the sentence permits")
-    return ctx.informational(f"the broker {outcome} the {credit + 2} transfers sent against {credit} credits",
-                             credit=credit, outcome=outcome)
+    outcome, seen = link.expect_handled_or_detached(credit + 2, condition="amqp:link:transfer-limit-exceeded",
+                                                    requirement="2.6.5/link-error-detach")
+    if outcome is Excess.HANDLED:
+        depth = ctx.queue_depth(queue)
+        ctx.require(depth is None or depth >= credit + 2, "2.6.7/excess-transfers",
+                    f"the queue holds {depth} messages after {credit + 2} transfers: handling the excess normally "
+                    "means queueing it; anything else is neither of the two behaviours the sentence permits",
+                    expected=f"{credit + 2} messages", actual=f"{depth} messages")
+    return ctx.informational(f"the broker {seen} the {credit + 2} transfers sent against {credit} credits",
+                             credit=credit, outcome=outcome.value)
 
 
 @case("2.6.7/13", "Echo from the peer as sender: the broker answers with its receiver-side state",
-      ["2.7.4/echo", "2.7.4/receiver-delivery-count", "2.7.4/echo-no-loop"],
+      ["2.7.4/echo", "2.7.4/receiver-delivery-count", "2.7.4/echo-no-loop", "2.6.7/initial-flow-state"],
       expectation="after sending 2, flow(echo=true) on the sender link -> flow with delivery-count = ours "
                   "and echo not set")
 def echo_as_sender(ctx):
@@ -255,3 +295,34 @@ def echo_as_sender(ctx):
     ctx.require(not reply.echo, "2.7.4/echo-no-loop", "the echo reply itself requested an echo",
                 expected="echo unset or false", actual="echo=true")
     return ctx.passed("echo answered with delivery-count 102, without echo")
+
+
+@case("2.6.7/14", "Queue at its length limit: publisher credit withheld (or transfers rejected), no disconnect",
+      ["2.6.7/link-credit-receiver", "3.4.2/accepted-at-target", "2.6.7/no-send-without-credit",
+       "2.6.7/initial-flow-state", "2.6.7/credit-formula"], subject=["2.6.7/link-credit-receiver"],
+      needs=("queue_length_limit",),
+      expectation="queue limited to 10 messages with reject-publish overflow -> after 10, credit withheld or "
+                  "transfers rejected (recorded), connection stays open; after draining, publishing resumes")
+def queue_length_limit(ctx):
+    """How a full queue pushes back: withheld credit (flow control) or rejected outcomes (recorded which)."""
+    queue = ctx.queue(max_length=10)
+    session = ctx.session()
+    publisher = session.attach_sender(queue, initial_delivery_count=0)
+    publisher.expect_credit(requirement="2.6.7/initial-flow-state")
+    pushback = publisher.publish_until_throttled(limit=200)
+    consumer = ctx.session().attach_receiver(queue)       # its own connection: the publisher's may be blocked
+    consumer.flow(link_credit=5)
+    consumer.expect_transfers(5, requirement="2.6.7/credit-formula")
+    consumer.expect_no_transfer(requirement="2.6.7/no-send-without-credit")
+    consumer.flow(link_credit=5)
+    consumer.expect_transfers(5, requirement="2.6.7/credit-formula")
+    resumed = publisher.publish_after_clear(count=1)
+    observations = dict(pushback=pushback.value, resumed=resumed, sent=len(publisher.sent),
+                        accepted=len(publisher.accepted_bodies()), rejected=publisher.rejected_count())
+    if pushback in (Throttle.CREDIT, Throttle.REJECTED) and resumed:
+        how = "withheld credit" if pushback is Throttle.CREDIT else "rejected the excess transfers"
+        return ctx.passed(f"the full queue {how} without a disconnect; publishing resumed after draining",
+                          **observations)
+    return ctx.informational(f"full queue: publisher {pushback.value}; {observations['accepted']} of "
+                             f"{observations['sent']} transfers accepted, {observations['rejected']} rejected; "
+                             f"resumed={resumed}", **observations)

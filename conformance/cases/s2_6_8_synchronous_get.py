@@ -3,7 +3,7 @@
 The peer is the receiver (left in the figures), the broker the sender (right).
 """
 
-from .base import case
+from ..casekit import case
 
 
 @case("2.6.8/1", "Synchronous get: link-credit 1 yields exactly one transfer, then nothing",

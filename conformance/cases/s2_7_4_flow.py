@@ -1,6 +1,6 @@
 """2.7.4 Flow — the fields of the flow performative: echo, handle, and link fields on session-only flows."""
 
-from .base import case
+from ..casekit import case
 
 
 @case("2.7.4/1", "Echo on a link flow: the broker answers with its link state, without echo",

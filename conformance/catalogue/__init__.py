@@ -21,6 +21,8 @@ class Requirement:
     level: str
     text: str
     observable: bool
+    obligation: bool = False     # a request the broker must answer: ending the session/connection with an
+                                 # error while it is open breaks the requirement
 
     @property
     def part(self) -> str:
@@ -42,7 +44,8 @@ def load() -> dict[str, Requirement]:
     data = tomllib.loads(resources.files(__package__).joinpath("requirements.toml").read_text("utf-8"))
     out: dict[str, Requirement] = {}
     for row in data["requirement"]:
-        req = Requirement(row["id"], row["section"], row["level"], row["text"], bool(row["observable"]))
+        req = Requirement(row["id"], row["section"], row["level"], row["text"], bool(row["observable"]),
+                          bool(row.get("obligation", False)))
         if req.level not in LEVELS:
             raise ValueError(f"requirement {req.id}: unknown level {req.level!r}")
         if req.id in out:

@@ -109,6 +109,10 @@ FAULTS: tuple[Fault, ...] = (
        "transfers unsettled on a link in settled mode", unsettled_in_settled_mode=True),
     _p("no-delivery-id", "2.7.5/delivery-id-first", "the first transfer of a delivery lacks delivery-id",
        no_delivery_id=True),
+    _p("end-session-on-drain", "2.6.7/drain-advance", "a drain it cannot fill: all but one message, then "
+       "end(error=amqp:internal-error) instead of the drained flow", end_session_on_drain=True),
+    _p("omit-receiver-delivery-count", "2.7.4/receiver-delivery-count",
+       "the flows granting a publisher credit lack delivery-count", omit_receiver_delivery_count=True),
     # -- behaviours the spec allows (the reference broker acting like brokers that choose them) -----------
     _v("accept-excess-transfers", "2.6.7/excess-transfers",
        "transfers beyond credit from a publisher are taken, not refused with a detach", detach_on_excess=False),

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from .. import catalogue
-from ..cases.context import settle
+from ..peer import settle
 from ..model import FlowOracle
 from ..peer import ExpectationTimeout, Peer, Timeouts
 from ..run.options import RunOptions, default_reports_dir

@@ -46,10 +46,16 @@ def classify_change(before: str, after: str) -> str:
     return "change"
 
 
+def finding_lines(findings: list) -> list[str]:
+    """A record's findings (deciding first) as report lines: `<requirement> (<level>, <verdict>): <reason>`."""
+    return [f"{f.get('requirement')} ({f.get('level')}, {f.get('verdict')}): {f.get('reason')}"
+            for f in findings if isinstance(f, dict)]
+
+
 def requirement_verdict_counts(case_verdict: str, violated: str | None, requirement_id: str) -> bool:
     """Whether a case's verdict speaks for one of the requirements it cites: a fail or non-strict verdict
-    counts only for the requirement it names as violated (a case stops at its first violation, so it says
-    nothing about the others); any other verdict counts for all of them."""
+    counts only for the requirement of its deciding finding (the others it judged are listed with the cell,
+    and a step that needed a missing frame judged nothing after it); any other verdict counts for all."""
     if case_verdict in ("fail", "non-strict") and violated:
         return violated == requirement_id
     return True
@@ -101,7 +107,7 @@ def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str,
     if run_ids:
         for r in (records_df.where(F.col("run_id").isin(run_ids))
                   .select("run_id", "case_id", "broker", "reason", "violated", "section", "level", "requirement_ids",
-                          "started_at").collect()):
+                          "started_at", "findings").collect()):
             key = (r["case_id"], r["broker"], r["run_id"])
             if key in latest_keys and (key not in details or r["started_at"] >= details[key]["started_at"]):
                 details[key] = r.asDict()
@@ -117,6 +123,7 @@ def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str,
             "reason": d.get("reason") or "", "violated": d.get("violated"), "run_id": run_id,
             "duration_s": last["duration_s"] or 0.0, "section": d.get("section"), "level": d.get("level"),
             "requirement_ids": _json_list(d.get("requirement_ids")), "records": r["records"],
+            "findings": finding_lines(_json_objects(d.get("findings"))),
             "verdict_counts": {v: r[f"n_{v}"] for v in VERDICTS if r[f"n_{v}"]},
             "mean_s": (r["sum_s"] or 0.0) / r["records"], "min_s": r["min_s"] or 0.0, "max_s": r["max_s"] or 0.0,
         })
@@ -191,16 +198,19 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
     cases: dict[str, dict] = {}
     for cid, spec in known_cases.items():
         cases[cid] = {"id": cid, "title": spec.title, "section": spec.section, "level": spec.level,
-                      "requirement_ids": list(spec.requirements)}
+                      "requirement_ids": list(spec.judged),     # its own and the model's: what it judges
+                      "model_requirement_ids": [r for r in spec.judged if r not in spec.requirements]}
     for a in aggregates:   # cases that ran once but are no longer in this suite version keep their record
         cases.setdefault(a["case_id"], {"id": a["case_id"], "title": a["case_id"], "section": a["section"],
-                                        "level": a["level"], "requirement_ids": a["requirement_ids"]})
+                                        "level": a["level"], "requirement_ids": a["requirement_ids"],
+                                        "model_requirement_ids": []})
 
     cells = []
     for a in sorted(aggregates, key=lambda a: (a["case_id"], a["column"])):
         cells.append({"case_id": a["case_id"], "column": a["column"], "verdict": a["verdict"], "reason": a["reason"],
                       "run_id": a["run_id"], "duration_s": round(a["duration_s"], 4),
                       "ladder": ladders.get((a["run_id"], a["case_id"], a["broker"])), "violated": a["violated"],
+                      "findings": a.get("findings", []),
                       "verdict_counts": a["verdict_counts"], "flaky": len(a["verdict_counts"]) > 1})
 
     cases_of_requirement: dict[str, list[str]] = defaultdict(list)
@@ -309,6 +319,15 @@ def _json_list(text) -> list:
     except ValueError:
         return []
     return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _json_objects(text) -> list:
+    """A JSON list of objects (a record's findings) from its stored text; [] when absent or malformed."""
+    try:
+        value = json.loads(text) if text else []
+    except ValueError:
+        return []
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def _case_order(case_id: str) -> tuple:

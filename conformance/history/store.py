@@ -38,14 +38,16 @@ VERDICTS = ("pass", "fail", "non-strict", "informational", "unsupported", "error
 # What the history keeps of a record (titles come from the catalogue; run-level facts stay in runs.json).
 # requirement_ids is kept as the record's JSON text (e.g. '["2.6.7/credit-formula"]'): one dictionary-encoded
 # string per record instead of a repeated Parquet field, a third cheaper to write; readers json-decode it.
+# findings likewise: the record's list of findings (deciding first) as JSON text; null in batches ingested
+# before findings were recorded.
 RECORD_SCHEMA = (
     "run_id STRING, case_id STRING, section STRING, level STRING, requirement_ids STRING, "
     "verdict STRING, reason STRING, violated STRING, broker STRING, broker_product STRING, "
-    "broker_version STRING, duration_s DOUBLE, started_at STRING"
+    "broker_version STRING, duration_s DOUBLE, started_at STRING, findings STRING"
 )
 # Columns of the records table, in order (`broker` is the partition column and comes last when read back).
 RECORD_COLUMNS = ("run_id", "case_id", "section", "level", "requirement_ids", "verdict", "reason", "violated",
-                  "broker_product", "broker_version", "duration_s", "started_at", "broker")
+                  "broker_product", "broker_version", "duration_s", "started_at", "findings", "broker")
 
 
 @dataclass
@@ -143,7 +145,7 @@ class History:
             raise BadResults(f"the history {self.root} is empty; ingest runs first (amqp-conformance report "
                              "reports/)")
         # one read per batch (each is its own partitioned table), then one union
-        frames = [spark.read.parquet(path).select(*RECORD_COLUMNS) for path in paths]
+        frames = [_with_findings(spark.read.parquet(path)).select(*RECORD_COLUMNS) for path in paths]
         return functools.reduce(lambda a, b: a.unionByName(b), frames)
 
     def selfchecks(self) -> list[dict]:
@@ -342,3 +344,11 @@ def _count_errors(results: Path) -> int:
         return sum(1 for r in read_records(results) if r.get("verdict") == "error")
     except BadResults:
         return 0
+
+
+def _with_findings(frame):
+    """A batch ingested before findings were recorded gets a null findings column."""
+    if "findings" in frame.columns:
+        return frame
+    from pyspark.sql import functions as F
+    return frame.withColumn("findings", F.lit(None).cast("string"))

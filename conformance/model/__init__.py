@@ -4,7 +4,7 @@ Pure and deterministic: frames in, state and violations out. No sockets, threads
 """
 
 from .endpoints import LinkEndpoint, SessionEndpoint, credit_left
-from .oracle import RULES, FlowOracle, LinkView, Violation, emitted_requirement_ids
+from .oracle import RULES, FlowOracle, LinkView, Violation, emitted_requirement_ids, transcript_violations
 
 __all__ = ["LinkEndpoint", "SessionEndpoint", "credit_left", "FlowOracle", "LinkView", "Violation", "RULES",
-           "emitted_requirement_ids"]
+           "emitted_requirement_ids", "transcript_violations"]

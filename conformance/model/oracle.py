@@ -645,3 +645,17 @@ class FlowOracle:
 def emitted_requirement_ids() -> frozenset:
     """Every requirement id the oracle can report."""
     return frozenset(RULES.values())
+
+
+def transcript_violations(entries: Iterable) -> list[tuple[Violation, object, int]]:
+    """Judge a whole transcript (entries with `direction`, `item` and `index`, in order) with a fresh
+    oracle: (violation, frame, transcript index) for every MUST or SHOULD the broker's frames break."""
+    oracle = FlowOracle()
+    found = []
+    for entry in entries:
+        if getattr(entry.item, "body", None) is None:
+            continue
+        for v in oracle.observe(entry.direction, entry.item):
+            if v.level in ("MUST", "SHOULD"):
+                found.append((v, entry.item, entry.index))
+    return found

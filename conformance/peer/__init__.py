@@ -10,7 +10,8 @@ for except heartbeats (empty frames at half the other side's idle-time-out, reco
   session fields from tracked state (`peer.state`, see `state.py`) unless a field is given; `send_raw(bytes)`.
 - Expectations: `expect(Kind | (Kinds...), channel=, where=, after=, timeout=, **field_matchers)`,
   `expect_any(*Kinds)`, `expect_nothing(...)`, `expect_error(condition, accept=(Detach, End, Close))`,
-  `expect_header()`; `mark()`, `pending()`, `received(Kind)`, `arrived`.
+  `expect_header()`; `mark()`, `pending()`, `received(Kind)`, `arrived`; `settle(peer, quiet)` waits
+  (bounded) until the other side stops sending on its own.
 - Server role: `PeerServer(host, port, tls=ServerTLS(cert, key)).accept()` -> Peer; `peer.server_handshake()`.
 - How the connection ended: `peer.ending` (None while open; "close-frame", "fin", "reset", "socket-error"),
   also `ConnectionLost.how`. A non-AMQP answer to our header is `NotAmqp` (exit 15); a frame above the
@@ -26,6 +27,7 @@ from .errors import (
 )
 from .ladder import summarize
 from .expectations import matches
+from .quiet import settle
 from .handshake import client_handshake, server_handshake
 from .server import PeerServer, ServerTLS
 from .state import LinkState, PeerState, SessionState
@@ -35,5 +37,5 @@ from .url import BrokerAddress, parse_url
 __all__ = [
     "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "client_handshake", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
     "LinkState", "BrokerAddress", "parse_url", "PeerError", "ExpectationTimeout", "UnexpectedFrame",
-    "ConnectionLost", "MalformedInput", "NotAmqp", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches",
+    "ConnectionLost", "MalformedInput", "NotAmqp", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches", "settle",
 ]

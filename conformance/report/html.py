@@ -460,9 +460,10 @@ def render_case_index(model: dict, anchors: Anchors) -> str:
 
 def render_case_page(case: dict, model: dict, anchors: Anchors, requirements: dict, cells: dict) -> str:
     quoted = []
+    by_model = [r for r in case["model_requirement_ids"] if r in requirements]
     for requirement_id in case["requirement_ids"]:
         r = requirements.get(requirement_id)
-        if r is None:
+        if r is None or requirement_id in by_model:
             continue
         quoted.append(f'<blockquote class="requirement"><div class="req-head"><code>{esc(r["id"])}</code>'
                       f'{level_badge(r["level"])} § {esc(r["section"])} · Part {esc(r["part"])}</div>'
@@ -480,6 +481,9 @@ def render_case_page(case: dict, model: dict, anchors: Anchors, requirements: di
                  if cell["flaky"] else "")
         violated = (f'<div class="facts">Violated: <code>{esc(cell["violated"])}</code></div>'
                     if cell["violated"] else "")
+        others = cell["findings"][1:] if cell["violated"] else cell["findings"]
+        also = ('<div class="facts">Also found:<ul class="findings">'          # after the ladder: the deciding
+                + "".join(f"<li>{esc(line)}</li>" for line in others) + "</ul></div>") if others else ""  # one first
         ladder = ""
         if cell["ladder"]:
             is_open = " open" if cell["verdict"] in ("fail", "non-strict", "error") else ""
@@ -488,12 +492,14 @@ def render_case_page(case: dict, model: dict, anchors: Anchors, requirements: di
         results.append(f'<article class="result" data-column="{esc(column["key"])}"><header>'
                        f'<span class="column-name">{esc(column["key"])}</span>{verdict_badge(cell["verdict"])}'
                        f'<span class="facts">{" · ".join(facts)}</span>{flaky}</header>'
-                       f'<div class="reason">{esc(cell["reason"])}</div>{violated}{ladder}</article>')
+                       f'<div class="reason">{esc(cell["reason"])}</div>{violated}{ladder}{also}</article>')
+    model_line = (f'<p class="note model-judged">Also judged by the flow-control model over the whole exchange: '
+                  + ", ".join(f"<code>{esc(r)}</code>" for r in by_model) + "</p>") if by_model else ""
     return (f'<section class="case-page" id="{esc(anchors[case["id"]])}" data-case="{esc(case["id"])}">'
             f'<div class="page"><a class="back" href="#matrix">← Back to the matrix</a>'
             f'<h2><span class="case-id">{esc(case["id"])}</span>{esc(case["title"])}</h2>'
             f'<p class="note">Section {esc(case["section"])} · level {level_badge(case["level"])}</p>'
-            f'<h3>Requirements checked</h3>{"".join(quoted) or "<p class=note>none listed</p>"}'
+            f'<h3>Requirements checked</h3>{"".join(quoted) or "<p class=note>none listed</p>"}{model_line}'
             f'<h3>Results per broker version</h3>{"".join(results)}</div></section>')
 
 

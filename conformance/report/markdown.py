@@ -71,8 +71,11 @@ def render_markdown(model: dict) -> str:
     lines = []
     for cell in sorted(fails, key=lambda c: (c["column"], c["case_id"])):
         violated = f" — {md_code(cell['violated'])}" if cell["violated"] else ""
-        lines.append(f"- {md_code(cell['case_id'])} on {md_code(cell['column'])}{violated}: "
-                     f"{md_text(cell['reason'], MAX_REASON_CHARS)}")
+        item = (f"- {md_code(cell['case_id'])} on {md_code(cell['column'])}{violated}: "
+                f"{md_text(cell['reason'], MAX_REASON_CHARS)}")
+        for other in cell["findings"][1:]:           # the other findings, under the deciding one
+            item += f"\n  - also {md_text(other, MAX_REASON_CHARS)}"
+        lines.append(item)
     out += cut_list(lines, "failures") or ["None."]
 
     regressions = [c for c in model["changes"] if c["kind"] == "regression"]

@@ -15,9 +15,12 @@ Schema (every key listed is required; extra keys are allowed and ignored)::
      "requirements": [{"id": str, "section": str, "part": str,
                        "level": "MUST" | "SHOULD" | "MAY" | "informative",
                        "text": str (verbatim spec sentence; may hold <sub>...</sub>), "cases": [case id]}],
-     "cases": [{"id": str, "title": str, "section": str, "level": str, "requirement_ids": [requirement id]}],
+     "cases": [{"id": str, "title": str, "section": str, "level": str, "requirement_ids": [requirement id] (every
+                requirement the case judges), "model_requirement_ids": [requirement id] (those of them only the
+                flow-control model judges, over the whole exchange)}],
      "cells": [{"case_id": str, "column": str, "verdict": VERDICT, "reason": str, "run_id": str,
-                "duration_s": number, "ladder": str | null, "violated": requirement id | null,
+                "duration_s": number, "ladder": str | null, "violated": requirement id | null (the deciding
+                finding's), "findings": [str] (every finding, deciding first: "<req> (<level>, <verdict>): <reason>"),
                 "verdict_counts": {VERDICT: int}, "flaky": bool}],
      "requirement_cells": [{"requirement_id": str, "column": str, "verdict": VERDICT, "case_ids": [case id]}],
      "scores": {"overall":    [{"column": str, "passed": int, "judged": int, "score": number 0..1}],
@@ -63,10 +66,11 @@ RECORD_FIELDS: dict[str, dict[str, str]] = {
                 "last_run_id": "str", "last_run_at": "str"},
     "requirements": {"id": "str", "section": "str", "part": "str", "level": "level", "text": "str",
                      "cases": "strs"},
-    "cases": {"id": "str", "title": "str", "section": "str", "level": "level", "requirement_ids": "strs"},
+    "cases": {"id": "str", "title": "str", "section": "str", "level": "level", "requirement_ids": "strs",
+              "model_requirement_ids": "strs"},
     "cells": {"case_id": "str", "column": "str", "verdict": "verdict", "reason": "str", "run_id": "str",
-              "duration_s": "number", "ladder": "str?", "violated": "str?", "verdict_counts": "counts",
-              "flaky": "bool"},
+              "duration_s": "number", "ladder": "str?", "violated": "str?", "findings": "strs",
+              "verdict_counts": "counts", "flaky": "bool"},
     "requirement_cells": {"requirement_id": "str", "column": "str", "verdict": "verdict", "case_ids": "strs"},
     "scores.overall": {"column": "str", "passed": "int", "judged": "int", "score": "score"},
     "scores.by_section": {"column": "str", "section": "str", "passed": "int", "judged": "int", "score": "score"},
@@ -79,6 +83,17 @@ RECORD_FIELDS: dict[str, dict[str, str]] = {
 }
 TOP_LEVEL_LISTS = ("columns", "requirements", "cases", "cells", "requirement_cells", "changes", "flaky",
                    "durations")
+
+
+def _example_findings(case_id: str, verdict: str) -> list[str]:
+    """Findings of an example cell, deciding first (a fail also broke a SHOULD on the way)."""
+    violated = _EXAMPLE_VIOLATED.get(case_id)
+    if verdict not in ("fail", "non-strict") or not violated:
+        return []
+    out = [f"{violated} ({'MUST' if verdict == 'fail' else 'SHOULD'}, {verdict}): {_EXAMPLE_REASONS[verdict]}"]
+    if verdict == "fail":
+        out.append("2.6.7/drain-behaviour (SHOULD, non-strict): expected 3 transfers, 2 arrived")
+    return out
 
 
 def validate_model(model: Any) -> None:
@@ -369,7 +384,8 @@ def example_model() -> dict:
                for n, (broker, product, version, runs, last_at) in enumerate(_EXAMPLE_COLUMNS)]
     section_of = lambda requirement_or_case_id: requirement_or_case_id.split("/")[0]  # noqa: E731
     cases = [{"id": case_id, "title": title, "section": section_of(case_id), "level": level,
-              "requirement_ids": requirement_ids} for case_id, title, level, requirement_ids in _EXAMPLE_CASES]
+              "requirement_ids": requirement_ids, "model_requirement_ids": []}
+             for case_id, title, level, requirement_ids in _EXAMPLE_CASES]
     requirements = [{"id": rid, "section": section_of(rid), "part": "2 Transport", "level": level, "text": text,
                      "cases": [c["id"] for c in cases if rid in c["requirement_ids"]]}
                     for rid, level, text in _EXAMPLE_REQUIREMENTS]
@@ -390,7 +406,7 @@ def example_model() -> dict:
                 "duration_s": round(0.05 + 0.13 * case_number + 0.21 * column_index, 3),
                 "ladder": None if verdict == "unsupported" else _example_ladder(case_id, verdict),
                 "violated": _EXAMPLE_VIOLATED.get(case_id) if verdict in ("fail", "non-strict") else None,
-                "verdict_counts": counts, "flaky": flaky,
+                "findings": _example_findings(case_id, verdict), "verdict_counts": counts, "flaky": flaky,
             })
 
     requirement_cells = []

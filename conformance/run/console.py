@@ -2,7 +2,8 @@
 
 One line per case as it finishes: the verdict word (coloured on a terminal), the case id, the broker, the
 duration and, for anything but pass, the deciding reason (the violated requirement first when there is one;
-"+N more findings" when the case recorded more than the deciding one). On a terminal a progress bar with the
+"+N more findings" when the case recorded more than the deciding one, and below it one "also" line per other
+finding). On a terminal a progress bar with the
 count of each verdict stays at the bottom; in CI (the CI variable set) or when the output is not a terminal,
 only plain lines are written, without colour. NO_COLOR turns colour off anywhere. At the end: the verdict
 table (case x broker), the count of each verdict per broker, where the results are and what the exit code
@@ -68,6 +69,8 @@ class Console:
             self.json.flush()
         self._clear_bar()
         self._write(self.case_line(record) + "\n")
+        for line in other_findings(record):
+            self._write(f"{'':<{WIDTH}}  also {line}\n")
         self._draw_bar()
 
     def case_line(self, record: dict) -> str:
@@ -187,6 +190,16 @@ def deciding_reason(record: dict) -> str:
     if more > 0:
         reason += f" (+{more} more finding{'s' if more != 1 else ''})"
     return reason
+
+
+def other_findings(record: dict) -> list[str]:
+    """The findings beyond the deciding one (results.jsonl keeps the deciding one first), one line each:
+    `<requirement> (<level>, <verdict it gives>): <reason>`."""
+    out = []
+    for f in (record.get("findings") or [])[1:]:
+        reason = " ".join(str(f.get("reason") or "").split())
+        out.append(f"{f.get('requirement')} ({f.get('level')}, {f.get('verdict')}): {reason}")
+    return out
 
 
 def exit_line(records: list[dict]) -> str:

@@ -77,6 +77,10 @@ class Faults:
     ignore_flow_without_delivery_count: bool = False  # 2.6.7/unknown-delivery-count
     unsettled_in_settled_mode: bool = False   # 2.7.5/settled-mode-settled
     no_delivery_id: bool = False          # 2.7.5/delivery-id-first: first transfer of a delivery lacks it
+    end_session_on_drain: bool = False    # 2.6.7/drain-advance: a drain it cannot fill: all but one message, then
+                                          # end(error=amqp:internal-error) instead of the drained flow (RabbitMQ 3.10)
+    omit_receiver_delivery_count: bool = False  # 2.7.4/receiver-delivery-count: publisher flows lack delivery-count
+    lose_after: int = 0                   # accepts, then loses every transfer beyond the first N of a publisher link
 
 
 @dataclass
@@ -123,6 +127,7 @@ class IncomingLink:
     books: LinkState
     queue: str
     blocked: bool = False
+    received: int = 0             # transfers taken on this link (the lose_after fault)
 
     @property
     def handle(self) -> int:
@@ -377,6 +382,8 @@ class BrokerConnection:
         b = link.books
         b.link_credit = self.cfg.publisher_credit if room is None else min(self.cfg.publisher_credit, room)
         reported = serial_add(b.delivery_count, self.faults.receiver_delivery_count_offset)
+        if self.faults.omit_receiver_delivery_count:
+            reported = None
         self._send(self._session_flow(s, link, delivery_count=reported, link_credit=b.link_credit), s.channel)
 
     # -- flow ----------------------------------------------------------------------------------------------
@@ -412,6 +419,11 @@ class BrokerConnection:
         credit = flow.link_credit or 0
         b = link.books
         before = self._credit_before.get(flow.handle, b.link_credit)
+        if self.faults.end_session_on_drain and flow.drain and len(self.state.queue(link.queue).messages) < credit:
+            b.link_credit = max(len(self.state.queue(link.queue).messages) - 1, 0)
+            self._pump_link(s, link)
+            self._end_session(s, "amqp:internal-error", "drain failed")
+            return
         if self.faults.ignore_flow_without_delivery_count and flow.delivery_count is None:
             b.link_credit = before
             return
@@ -511,7 +523,9 @@ class BrokerConnection:
             s.incoming.pop(transfer.handle, None)
             return
         q = self.state.queue(link.queue)
-        q.messages.append(_message_body(payload))
+        link.received += 1
+        if not (self.faults.lose_after and link.received > self.faults.lose_after):
+            q.messages.append(_message_body(payload))
         if not transfer.settled:
             self._send(Disposition(role=ROLE_RECEIVER, first=transfer.delivery_id, settled=True,
                                    state=Accepted()), channel)

@@ -22,11 +22,11 @@ def test_case(conformance_case, conformance_broker, conformance_options, conform
                                      conformance_options)
     record_property("verdict", result.verdict.value)
     record_property("requirements", " ".join(result.requirement_ids))
-    record_property("reason", result.reason)
+    _properties(record_property, result)
     _allure(conformance_case, result)
     message = f"{result.verdict.value.upper()} {result.case_id} on {result.broker}: {result.reason}"
-    if result.violated:
-        message += f"\n  Requirement: {result.violated}\n  Expected: {result.expected}\n  Actual: {result.actual}"
+    if result.violated or result.findings:
+        message += findings_text(result)
     if result.verdict is Verdict.FAIL:
         pytest.fail(message + "\n\n" + "\n\n".join(result.ladders[-1:]), pytrace=False)
     if result.verdict is Verdict.ERROR:
@@ -36,6 +36,24 @@ def test_case(conformance_case, conformance_broker, conformance_options, conform
         pytest.skip(f"unsupported: {result.reason}")
     if result.verdict is Verdict.NON_STRICT:
         warnings.warn(NonStrict(message))
+
+
+def _properties(record_property, result) -> None:
+    """JUnit properties beyond verdict and requirements: the reason, and every finding (deciding first)."""
+    record_property("reason", result.reason)
+    for i, f in enumerate(result.findings):
+        record_property(f"finding.{i}", f"{f['requirement']} ({f['level']}, {f['verdict']}): {f['reason']}")
+
+
+def findings_text(result) -> str:
+    """The deciding finding (requirement, expected, actual), then every other finding, one line each."""
+    text = ""
+    if result.violated:
+        text += f"\n  Requirement: {result.violated}\n  Expected: {result.expected}\n  Actual: {result.actual}"
+    others = result.findings[1:] if result.violated else result.findings
+    for f in others:
+        text += f"\n  Also: {f['requirement']} ({f['level']}, {f['verdict']}): {f['reason']}"
+    return text
 
 
 def _allure(spec, result) -> None:
@@ -48,13 +66,14 @@ def _allure(spec, result) -> None:
     allure.dynamic.parent_suite(part)
     allure.dynamic.suite(f"§{spec.section}")
     allure.dynamic.title(f"{spec.id} {spec.title} [{result.broker}]")
-    for rid in spec.requirements:
+    for rid in result.requirement_ids:          # what the case judged: its own and the model's
         allure.dynamic.story(rid)
     severity = {"MUST": allure.severity_level.CRITICAL, "SHOULD": allure.severity_level.NORMAL,
                 "MAY": allure.severity_level.MINOR}.get(spec.level, allure.severity_level.TRIVIAL)
     allure.dynamic.severity(severity)
     allure.dynamic.label("verdict", result.verdict.value)
-    allure.dynamic.description(f"{spec.expectation}\n\nVerdict: {result.verdict.value}: {result.reason}")
+    allure.dynamic.description(f"{spec.expectation}\n\nVerdict: {result.verdict.value}: {result.reason}"
+                               + findings_text(result))
     for i, ladder in enumerate(result.ladders, 1):
         allure.attach(ladder, name=f"ladder (connection {i})", attachment_type=allure.attachment_type.TEXT)
     if result.transcripts:

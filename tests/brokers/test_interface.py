@@ -69,7 +69,7 @@ def test_a_missing_hook_is_a_broker_level_error():
     with pytest.raises(HookUnsupported) as info:
         handle.set_alarm("memory", True)
     assert info.value.hook == "memory_alarm"
-    from conformance.cases.base import CaseConclusion
+    from conformance.casekit import CaseConclusion
     assert not isinstance(info.value, CaseConclusion), "the broker layer does not conclude cases"
 
 

@@ -10,7 +10,7 @@ from conformance.brokers.managed import debian_mirror
 from conformance.brokers.profiles import (
     Command, ManagementCall, available_profiles, fill_value, load_profile, parse_profile, tools_needed,
 )
-from conformance.cases.base import CaseConclusion
+from conformance.casekit import CaseConclusion
 from conformance.errors import ProvisionFailed, UsageError
 
 

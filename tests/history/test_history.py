@@ -92,6 +92,9 @@ def test_model_of_reference_runs(spark, reports, tmp_path):
     assert cell["2.6.7/3", "ref-b@2.0"]["verdict"] == "fail"
     assert cell["2.6.7/3", "ref-b@2.0"]["verdict_counts"] == {"fail": 2}
     assert "<-" in cell["2.6.8/2", "ref-a@1.1"]["ladder"] or "->" in cell["2.6.8/2", "ref-a@1.1"]["ladder"]
+    findings = cell["2.7.4/1", "ref-b@2.0"]["findings"]       # every finding kept, the deciding one first
+    assert len(findings) >= 2 and findings[0].startswith(cell["2.7.4/1", "ref-b@2.0"]["violated"] + " (MUST, fail)")
+    assert cell["2.6.7/3", "ref-a@1.0"]["findings"] == []
     regressions = [c for c in model["changes"] if c["kind"] == "regression"]
     assert {(c["case_id"], c["from_column"], c["to_column"]) for c in regressions} >= \
         {("2.6.8/2", "ref-a@1.0", "ref-a@1.1")}

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.run.console import Console, deciding_reason
+from conformance.run.console import Console, deciding_reason, other_findings
 
 ESC = "\x1b["
 
@@ -41,6 +41,19 @@ def test_a_line_per_case_with_the_deciding_reason_and_more_findings():
     assert deciding_reason(record(findings=findings[:1])) == ("2.6.7/drain-advance: drain did not advance the "
                                                               "delivery-count")
     assert deciding_reason(record(violated=None, verdict="error", reason="timed out\nwaiting")) == "timed out waiting"
+
+
+def test_the_other_findings_are_listed_under_the_deciding_one():
+    out = io.StringIO()
+    console = Console(out, environ={})
+    findings = [{"requirement": "2.6.7/drain-advance", "level": "MUST", "verdict": "fail", "reason": "unanswered"},
+                {"requirement": "2.6.7/drain-behaviour", "level": "SHOULD", "verdict": "non-strict",
+                 "reason": "expected 3 transfers,\n2 arrived"}]
+    assert other_findings(record(findings=findings)) == [
+        "2.6.7/drain-behaviour (SHOULD, non-strict): expected 3 transfers, 2 arrived"]
+    console.case(record(findings=findings))
+    lines = out.getvalue().splitlines()
+    assert lines[-2].startswith("fail") and lines[-1].split()[:2] == ["also", "2.6.7/drain-behaviour"]
 
 
 @pytest.mark.parametrize("stream, environ, live, colour", [

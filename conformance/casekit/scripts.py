@@ -1,30 +1,55 @@
-"""What a case works with: queues on the broker, scripted connections, sessions and links, and the
-checks that turn what came back into a verdict.
+"""The scripts a case is written in: connections, sessions, receiver and sender links.
 
-This module owns the vocabulary cases are written in (`ctx.queue`, `ctx.session`, `link.flow`,
-`link.expect_transfers`, ...). Each helper sends exactly the frames its name says, through the scripted
-peer, and nothing behind the case's back. Expectations that name a requirement turn a timeout or an
-unexpected frame into a violation of that requirement; everything else that fails is an ERROR.
+This module owns `ConnectionScript`, `SessionScript`, `ReceiverScript` and `SenderScript` (`link.flow`,
+`link.expect_transfers`, `session.echo`, ...). Each helper sends exactly the frames its name says, through
+the scripted peer, and nothing behind the case's back. An expectation that names a requirement records a
+finding on it when the frame does not come (or a wrong one does) and halts the case body (`CaseHalted`);
+a check on a value records a finding and goes on; a drain opens an obligation. Everything else that fails
+is an ERROR. Outcomes the scripts report are enums (`Excess`, `Throttle`), never prose to compare.
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-import re
+from enum import Enum
 from typing import Any
 
-from .. import catalogue
-from ..peer import ConnectionLost, ExpectationTimeout, Peer, PeerError, Timeouts, UnexpectedFrame, summarize
-from ..verdict import Verdict
+from ..peer import ConnectionLost, ExpectationTimeout, Peer, PeerError, UnexpectedFrame, settle, summarize
 from ..wire import (
-    Accepted, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Source, Target, Transfer, decode_all,
-    encode_message, serial_add, serial_diff,
+    Accepted, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Rejected, SequenceNo, Source, Target,
+    Transfer, decode_all, encode_message, serial_add, serial_diff,
 )
-from .base import CaseConclusion, CaseUnsupported, Outcome, violation
+from .findings import SubjectUnobservable
 
 AUTO = object()   # "fill this field from tracked state"
-_counter = itertools.count(1)
+
+
+class Excess(str, Enum):
+    """What a broker did with transfers sent beyond the credit it granted (2.6.7)."""
+
+    HANDLED = "handled"          # no error: handled as usual (queued)
+    DETACHED = "detached"        # detached the link with transfer-limit-exceeded
+    OTHER = "other"              # answered with another detach/end/close
+    DROPPED = "dropped"          # dropped the connection without a close frame
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Throttle(str, Enum):
+    """How a broker stopped a publisher (alarms, full queues)."""
+
+    WINDOW = "session incoming-window 0"
+    CREDIT = "link-credit withheld"
+    REJECTED = "transfers rejected"
+    CLOSED = "connection closed"
+    NONE = "not throttled"
+
+    @property
+    def by_flow_control(self) -> bool:
+        return self in (Throttle.WINDOW, Throttle.CREDIT)
+
+    def __str__(self) -> str:
+        return self.value
 
 
 class ScriptError(Exception):
@@ -40,172 +65,6 @@ def _body_of(frames) -> bytes:
     except Exception:
         pass
     return payload
-
-
-class CaseContext:
-    def __init__(self, spec, broker, options):
-        self.spec = spec
-        self.broker = broker
-        self.options = options
-        self.observations: dict[str, Any] = {}
-        self.connections: list[ConnectionScript] = []
-        self._queues: list[str] = []
-        self._preloaded: dict[str, list[bytes]] = {}
-        self._slug = re.sub(r"[^a-z0-9]+", "-", spec.id.lower()).strip("-")
-
-    # -- timeouts ----------------------------------------------------------------------------------------
-
-    @property
-    def timeouts(self) -> Timeouts:
-        return Timeouts(frame=self.options.frame_timeout, quiet=self.options.quiet_period,
-                        connect=self.options.connect_timeout)
-
-    # -- queues ------------------------------------------------------------------------------------------
-
-    def queue(self, preload: int = 0, *, body_size: int | None = None, max_length: int | None = None) -> str:
-        """A fresh queue for this case only (deleted afterwards), optionally preloaded with N messages."""
-        if max_length is not None:
-            self.need_hook("queue_length_limit")
-        name = self.broker.unique_queue(f"c{self._slug}")
-        self.broker.create_queue(name, max_length=max_length)
-        self._queues.append(name)
-        self._preloaded[name] = []
-        if preload:
-            self.preload(name, preload, body_size=body_size)
-        return name
-
-    def preload(self, queue: str, count: int, *, body_size: int | None = None) -> None:
-        start = len(self._preloaded.setdefault(queue, []))
-        bodies = []
-        for i in range(start, start + count):
-            body = f"{queue}#{i}".encode()
-            if body_size:
-                body = (body + b"." * body_size)[:body_size]
-            bodies.append(body)
-        self.broker.preload(queue, bodies)
-        self._preloaded[queue].extend(bodies)
-
-    def preloaded_bodies(self, queue: str) -> list[bytes]:
-        return list(self._preloaded.get(queue, []))
-
-    def address(self, queue: str, role: str) -> str:
-        return self.broker.queue_address(queue, role)
-
-    # -- connections -------------------------------------------------------------------------------------
-
-    def connect(self, **open_fields) -> "ConnectionScript":
-        peer = Peer.connect(self.broker.url, timeouts=self.timeouts, tls=self.broker.tls)
-        conn = ConnectionScript(self, peer, len(self.connections) + 1)
-        self.connections.append(conn)
-        peer.transcript.label = "broker"
-        conn.broker_open = peer.handshake(sasl=self.broker.sasl_mechanism,
-                                          container_id=f"amqp-conformance-{self._slug}-{next(_counter)}",
-                                          **open_fields)
-        return conn
-
-    def session(self, *, max_frame_size: int | None = None, **begin_fields) -> "SessionScript":
-        """A new connection with one session on it."""
-        open_fields = {"max_frame_size": max_frame_size} if max_frame_size else {}
-        return self.connect(**open_fields).begin(**begin_fields)
-
-    # -- broker-wide hooks ---------------------------------------------------------------------------------
-
-    def need_hook(self, name: str) -> None:
-        if not self.broker.has_hook(name):
-            raise CaseUnsupported(f"the broker profile has no {name!r} hook; add one to the profile to run this case")
-
-    @contextlib.contextmanager
-    def alarm(self, kind: str):
-        self.need_hook(f"{kind}_alarm")
-        self.broker.set_alarm(kind, True)
-        try:
-            yield
-        finally:
-            self.broker.set_alarm(kind, False)
-
-    def require_queue_depth(self, queue: str, expected: int, *, requirement: str, why: str) -> None:
-        """The queue holds `expected` messages. A shortfall is a FAIL of `requirement`: messages the broker took
-        within the rules vanished. (Unknown depth -- no management hook -- is recorded, not judged.)"""
-        depth = self.broker.queue_depth(queue)
-        self.observe(queue_depth=depth)
-        if depth is None or depth >= expected:
-            return
-        raise CaseConclusion(Verdict.FAIL, f"the queue holds {depth} messages, {expected} expected: {why}",
-                             requirement=requirement, expected=f"{expected} messages", actual=f"{depth} messages")
-
-    def drain_queue(self, queue: str, *links: "ReceiverScript") -> list[bytes]:
-        """Every body consumed from the queue during the case by the given links, then the rest."""
-        bodies = [b for link in links for b in link.bodies()]
-        reader = self.session().attach_receiver(queue)
-        reader.flow(link_credit=10000)
-        while True:
-            try:
-                reader.peer.expect(Transfer, channel=reader.session.remote_channel, handle=reader.broker_handle,
-                                   timeout=self.options.quiet_period * 2)
-            except ExpectationTimeout:
-                break
-        bodies.extend(reader.bodies_from_state())
-        return bodies
-
-    # -- conclusions ---------------------------------------------------------------------------------------
-
-    def observe(self, **values: Any) -> None:
-        self.observations.update(values)
-
-    def passed(self, reason: str, **observations: Any) -> Outcome:
-        return Outcome(Verdict.PASS, reason, observations)
-
-    def informational(self, reason: str, **observations: Any) -> Outcome:
-        return Outcome(Verdict.INFORMATIONAL, reason, observations)
-
-    def require(self, condition: bool, requirement: str, reason: str, *, expected: str | None = None,
-                actual: str | None = None) -> None:
-        if not condition:
-            raise violation(requirement, reason, expected=expected, actual=actual)
-
-    def require_model_clean(self) -> None:
-        """Judge every frame of every connection with the flow-control model (conformance.model)."""
-        for conn in self.connections:
-            for v, frame in transcript_violations(conn.peer):
-                raise violation(v.requirement_id, f"frame {v.frame_index}: {v.detail}",
-                                expected=v.sentence[:120], actual=summarize(frame))
-
-    def describe_error(self, exc: BaseException) -> str:
-        if isinstance(exc, PeerError):
-            return f"{type(exc).__name__}: {exc}"
-        if isinstance(exc, ScriptError):
-            return str(exc)
-        return f"internal error: {type(exc).__name__}: {exc}"
-
-    # -- after the case --------------------------------------------------------------------------------
-
-    def close(self) -> None:
-        for conn in self.connections:
-            conn.peer.close()
-        for name in self._queues:
-            with contextlib.suppress(Exception):
-                self.broker.delete_queue(name)
-
-    def transcripts_json(self) -> list[dict]:
-        return [c.peer.transcript.to_json() for c in self.connections]
-
-    def ladders(self) -> list[str]:
-        out = []
-        for c in self.connections:
-            sender_side = any(l.is_sender for s in c.sessions for l in s.links) and not any(
-                not l.is_sender for s in c.sessions for l in s.links)
-            out.append(f"connection {c.number}\n" + c.peer.transcript.ladder(peer_is_receiver=not sender_side))
-        return out
-
-    def broker_identity(self) -> tuple[str | None, str | None]:
-        product, version = self.broker.product, self.broker.version
-        for c in self.connections:
-            props = c.broker_open.properties if c.broker_open is not None else None
-            if props:
-                product = str(props.get("product", product)) if props.get("product") else product
-                version = str(props.get("version", version)) if props.get("version") else version
-                break
-        return product, version
 
 
 class ConnectionScript:
@@ -287,8 +146,9 @@ class SessionScript:
         link = ReceiverScript(self, queue, name, handle)
         link._await_attach()
         if require_initial_delivery_count and link.broker_attach.initial_delivery_count is None:
-            raise violation("2.7.3/initial-delivery-count-sender", "the broker's sender attach has no "
-                            "initial-delivery-count", expected="initial-delivery-count set", actual="null")
+            self.ctx.halt("2.7.3/initial-delivery-count-sender", "the broker's sender attach has no "
+                          "initial-delivery-count", expected="initial-delivery-count set", actual="null",
+                          conn=self.connection)
         self.links.append(link)
         return link
 
@@ -314,16 +174,25 @@ class SessionScript:
     # -- session flow ------------------------------------------------------------------------------------
 
     def flow(self, **fields) -> None:
-        """A flow on this session with the session fields from tracked state; anything given wins."""
+        """A flow on this session with the session fields from tracked state; anything given wins. A flow
+        naming a handle with no link on it opens the obligation 2.7.4/unattached-handle."""
         self._mark = self.peer.mark()
         self.peer.flow(self.channel, **fields)
+        handle = fields.get("handle")
+        if handle is not None and handle not in self.state.links:
+            remote = self.remote_channel
+            self.ctx.oblige("2.7.4/unattached-handle", f"the flow on unattached handle {handle}", self.connection,
+                            remote, lambda f: isinstance(f.body, End) and f.channel == remote
+                            and Peer.error_condition(f) == "amqp:session:unattached-handle")
 
     def set_incoming_window(self, window: int) -> None:
         self.flow(incoming_window=window)
 
-    def echo(self, requirement: str) -> Flow:
+    def echo(self, requirement: str | None) -> Flow | None:
         """flow(echo=true) without a handle; returns the broker's next flow on this session that reflects
-        every transfer we sent (earlier flows, sent before the broker processed them, are skipped)."""
+        every transfer we sent (earlier flows, sent before the broker processed them, are skipped).
+        No answer: a finding on `requirement` (halts); with requirement None (echo is only the means), the
+        latest flow the broker sent on its own that reflects every transfer, or None."""
         settle(self.peer, self.ctx.options.quiet_period)
         mark = self.peer.mark()
         ours = self.state.next_outgoing_id
@@ -334,9 +203,22 @@ class SessionScript:
             return nii is None or serial_diff(int(nii), ours) <= 0
         try:
             return self.peer.expect(Flow, channel=self.remote_channel, after=mark, where=current).body
-        except ExpectationTimeout as exc:
-            raise violation(requirement, "the broker did not answer flow(echo=true)",
-                            expected="a flow from the broker", actual=_arrived_text(exc)) from None
+        except (ExpectationTimeout, ConnectionLost) as exc:
+            if requirement is None:
+                own = [f.body for f in self.peer.received(Flow) if f.channel == self.remote_channel
+                       and f.body.next_incoming_id is not None and int(f.body.next_incoming_id) == ours]
+                return own[-1] if own else None
+            self.ctx.halt(requirement, "the broker did not answer flow(echo=true)",
+                          expected="a flow from the broker", actual=_arrived_text(exc), conn=self.connection)
+
+    def own_flow_after_transfers(self) -> Flow | None:
+        """After a bounded quiet period, the latest flow the broker sent on this session on its own whose
+        next-incoming-id reflects every transfer we sent (a credit top-up); None if none came."""
+        settle(self.peer, self.ctx.options.quiet_period)
+        ours = self.state.next_outgoing_id
+        own = [f.body for f in self.peer.received(Flow) if f.channel == self.remote_channel and not f.body.echo
+               and f.body.next_incoming_id is not None and int(f.body.next_incoming_id) == ours]
+        return own[-1] if own else None
 
     def barrier(self) -> None:
         """Make sure the broker has processed everything sent so far on this connection (attach round trip)."""
@@ -363,52 +245,61 @@ class SessionScript:
             frame = self.peer.expect((End, Close), where=lambda f: isinstance(f.body, Close)
                                      or f.channel == self.remote_channel)
         except (ExpectationTimeout, ConnectionLost) as exc:
-            raise violation(requirement, f"the broker did not end the session with {condition}",
-                            expected=f"end(error={condition})", actual=_arrived_text(exc)) from None
+            self.ctx.halt(requirement, f"the broker did not end the session with {condition}",
+                          expected=f"end(error={condition})", actual=_arrived_text(exc), conn=self.connection)
         got = Peer.error_condition(frame)
         self.ctx.observe(answered_with=frame.name, condition=got)
         if isinstance(frame.body, Close):
-            raise violation(requirement, f"the broker closed the connection ({got}) instead of ending the session",
-                            expected=f"end(error={condition})", actual=summarize(frame))
+            self.ctx.halt(requirement, f"the broker closed the connection ({got}) instead of ending the session",
+                          expected=f"end(error={condition})", actual=summarize(frame), conn=self.connection)
         if condition is not None and got != condition:
-            raise violation(requirement, f"the broker ended the session with {got} instead of {condition}",
-                            expected=f"end(error={condition})", actual=summarize(frame))
+            self.ctx.halt(requirement, f"the broker ended the session with {got} instead of {condition}",
+                          expected=f"end(error={condition})", actual=summarize(frame), conn=self.connection)
         if condition is None and got is None:
-            raise violation(requirement, "the broker ended the session without an error",
-                            expected="end(error=...)", actual=summarize(frame))
+            self.ctx.halt(requirement, "the broker ended the session without an error",
+                          expected="end(error=...)", actual=summarize(frame), conn=self.connection)
         return frame.body
+
+    def await_session_error(self) -> Any:
+        """The broker's end of this session or its close of the connection, whichever comes (None: neither
+        came within the frame timeout). Judges nothing: the caller decides what the answer means."""
+        try:
+            return self.peer.expect((End, Close), where=lambda f: isinstance(f.body, Close)
+                                    or f.channel == self.remote_channel)
+        except (ExpectationTimeout, ConnectionLost):
+            return None
 
     def expect_connection_error(self, condition: str, requirement: str) -> Any:
         try:
             frame = self.peer.expect((Close, End, Detach))
         except (ExpectationTimeout, ConnectionLost) as exc:
-            raise violation(requirement, f"the broker did not close the connection with {condition}",
-                            expected=f"close(error={condition})", actual=_arrived_text(exc)) from None
+            self.ctx.halt(requirement, f"the broker did not close the connection with {condition}",
+                          expected=f"close(error={condition})", actual=_arrived_text(exc), conn=self.connection)
         got = Peer.error_condition(frame)
         if not isinstance(frame.body, Close) or got != condition:
-            raise violation(requirement, f"the broker answered with {summarize(frame)}",
-                            expected=f"close(error={condition})", actual=summarize(frame))
+            self.ctx.halt(requirement, f"the broker answered with {summarize(frame)}",
+                          expected=f"close(error={condition})", actual=summarize(frame), conn=self.connection)
         return frame.body
 
     def expect_silence(self, requirement: str, why: str) -> None:
         try:
             self.peer.expect_nothing(channel=self.remote_channel)
         except UnexpectedFrame as exc:
-            raise violation(requirement, f"{summarize(exc.frame)} arrived: {why}",
-                            expected="nothing", actual=summarize(exc.frame)) from None
+            self.ctx.halt(requirement, f"{summarize(exc.frame)} arrived: {why}",
+                          expected="nothing", actual=summarize(exc.frame), conn=self.connection)
 
     def end(self) -> None:
         self.peer.send(End(), self.channel)
 
-    def observe_window_excess(self, sent: int) -> str:
-        """After sending past the broker's window: what did it do?"""
+    def observe_window_excess(self, sent: int) -> tuple["Excess", str]:
+        """After sending past the broker's window: what did it do, and how it looked."""
         try:
             frame = self.peer.expect((End, Close, Detach), timeout=self.ctx.options.frame_timeout)
         except ExpectationTimeout:
-            return f"accepted all {sent} transfers without an error"
+            return Excess.HANDLED, f"accepted all {sent} transfers without an error"
         except ConnectionLost:
-            return "dropped the connection without a close frame"
-        return f"answered with {summarize(frame)}"
+            return Excess.DROPPED, "dropped the connection without a close frame"
+        return Excess.OTHER, f"answered with {summarize(frame)}"
 
     def require_next_incoming_id(self, flow: Flow, expected: int, requirement: str) -> None:
         self.ctx.require(flow.next_incoming_id is not None and int(flow.next_incoming_id) == expected & 0xFFFFFFFF,
@@ -421,33 +312,6 @@ class SessionScript:
                          "the broker's next-outgoing-id is not its initial one plus the transfers it sent",
                          expected=f"next-outgoing-id {expected & 0xFFFFFFFF:#x}",
                          actual=f"next-outgoing-id {int(flow.next_outgoing_id):#x}")
-
-
-def transcript_violations(peer: Peer) -> list:
-    """(violation, frame) for every MUST or SHOULD the model finds broken in this connection's transcript."""
-    from ..model import FlowOracle
-    oracle = FlowOracle()
-    found = []
-    for entry in peer.transcript.snapshot():
-        if getattr(entry.item, "body", None) is None:
-            continue
-        for v in oracle.observe(entry.direction, entry.item):
-            if catalogue.get(v.requirement_id).level in ("MUST", "SHOULD"):
-                found.append((v, entry.item))
-    return found
-
-
-def settle(peer: Peer, quiet: float, rounds: int = 40) -> None:
-    """Wait until nothing new arrives for `quiet` seconds (bounded): frames the broker sends on its own
-    (credit top-ups) then land before the next request, not where its answer is awaited."""
-    for _ in range(rounds):
-        before = peer.mark()
-        try:
-            peer.expect(Flow, where=lambda f: False, timeout=quiet)     # a named, bounded wait
-        except ExpectationTimeout:
-            pass
-        if peer.mark() == before:
-            return
 
 
 def _arrived_text(exc: PeerError) -> str:
@@ -465,6 +329,7 @@ class LinkScript:
         self.queue = queue
         self.name = name
         self.handle = handle
+        self.connection = session.connection
         self.broker_attach: Attach | None = None
         self._mark = 0
 
@@ -495,7 +360,6 @@ class LinkScript:
 
     @property
     def delivery_count(self):
-        from ..wire import SequenceNo
         return SequenceNo(self.state.delivery_count)
 
     def require_credit(self, flow: Flow, expected: int, *, requirement: str, why: str) -> None:
@@ -527,6 +391,11 @@ class ReceiverScript(LinkScript):
             values["delivery_count"] = int(delivery_count) & 0xFFFFFFFF if delivery_count is not None else None
         self._mark = self.peer.mark()
         sent = self.peer.flow(self.session.channel, **values).body
+        if drain:
+            channel, handle = self.session.remote_channel, self.broker_handle
+            self.ctx.oblige("2.6.7/drain-advance", f"the drain of link {self.name}", self.connection, channel,
+                            lambda f: f.channel == channel and getattr(f.body, "handle", None) == handle and (
+                                isinstance(f.body, Detach) or (isinstance(f.body, Flow) and f.body.link_credit == 0)))
         base = sent.delivery_count if sent.delivery_count is not None else self.state.initial_delivery_count
         return serial_add(int(base), link_credit)      # the delivery-limit this flow identifies
 
@@ -535,8 +404,8 @@ class ReceiverScript(LinkScript):
             return self.peer.expect(Transfer, channel=self.session.remote_channel, handle=self.broker_handle,
                                     timeout=timeout)
         except (ExpectationTimeout, ConnectionLost) as exc:
-            raise violation(requirement, f"expected {wanted} transfers, {count_so_far} arrived",
-                            expected=f"{wanted} transfers", actual=_arrived_text(exc)) from None
+            self.ctx.halt(requirement, f"expected {wanted} transfers, {count_so_far} arrived",
+                          expected=f"{wanted} transfers", actual=_arrived_text(exc), conn=self.connection)
 
     def expect_transfers(self, n: int, *, requirement: str, timeout: float | None = None) -> list:
         """Wait for n complete messages on this link; returns their transfer frames."""
@@ -558,7 +427,8 @@ class ReceiverScript(LinkScript):
             return self.peer.expect_nothing(Transfer, channel=self.session.remote_channel, handle=self.broker_handle)
         except UnexpectedFrame as exc:
             reason = "a transfer arrived beyond the delivery-limit" + (f": {why}" if why else "")
-            raise violation(requirement, reason, expected="no transfer", actual=summarize(exc.frame)) from None
+            self.ctx.halt(requirement, reason, expected="no transfer", actual=summarize(exc.frame),
+                          conn=self.connection)
 
     def expect_flow(self, *, requirement: str, **matchers) -> Flow:
         """The broker's flow for this link after our last flow (e.g. the answer to drain or echo)."""
@@ -567,8 +437,17 @@ class ReceiverScript(LinkScript):
                                     after=self._mark, **matchers).body
         except (ExpectationTimeout, ConnectionLost) as exc:
             want = ", ".join(f"{k.replace('_', '-')}={v}" for k, v in matchers.items())
-            raise violation(requirement, f"no flow({want}) from the broker for this link",
-                            expected=f"flow({want})", actual=_arrived_text(exc)) from None
+            self.ctx.halt(requirement, f"no flow({want}) from the broker for this link",
+                          expected=f"flow({want})", actual=_arrived_text(exc), conn=self.connection)
+
+    def await_flow(self) -> Flow | None:
+        """The broker's flow for this link after our last flow, or None (judges nothing: for a case that
+        uses an optional answer, e.g. to echo, only as a means)."""
+        try:
+            return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
+                                    after=self._mark).body
+        except (ExpectationTimeout, ConnectionLost):
+            return None
 
     def _position(self, body) -> int:
         for i, item in enumerate(self.peer.arrived):
@@ -636,8 +515,8 @@ class SenderScript(LinkScript):
             return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
                                     link_credit=lambda c: c is not None and c > 0, timeout=timeout).body
         except (ExpectationTimeout, ConnectionLost) as exc:
-            raise violation(requirement, "the broker granted no link-credit to the publisher",
-                            expected="flow(link-credit > 0)", actual=_arrived_text(exc)) from None
+            self.ctx.halt(requirement, "the broker granted no link-credit to the publisher",
+                          expected="flow(link-credit > 0)", actual=_arrived_text(exc), conn=self.connection)
 
     def wait_for_credit(self, quiet: bool = True) -> int:
         try:
@@ -649,8 +528,8 @@ class SenderScript(LinkScript):
 
     def require_credit_at_least(self, n: int) -> None:
         if self.credit < n:
-            raise CaseConclusion(Verdict.INFORMATIONAL, f"the broker granted {self.credit} credits; the case needs {n}",
-                                 observations={"credit": self.credit})
+            raise SubjectUnobservable(f"the broker granted {self.credit} credits and the case needs {n}",
+                                      observations={"credit": self.credit})
 
     def transfer(self, body: bytes, *, allow_without_credit: bool = False, ignore_session_window: bool = False,
                  settled: bool = False) -> Any:
@@ -664,10 +543,11 @@ class SenderScript(LinkScript):
         self.sent[int(frame.body.delivery_id)] = body
         return frame
 
-    def echo(self, *, requirement: str) -> Flow:
+    def echo(self, *, requirement: str | None) -> Flow | None:
         """flow(echo=true) on this sender link; returns the broker's flow that reflects every transfer sent
         (flows the broker sent before it processed them may arrive first and are skipped). A flow ahead of
-        our delivery-count is returned at once (the caller's check fails it)."""
+        our delivery-count is returned at once (the caller's check fails it). With requirement None (echo
+        only as a means), no answer returns None."""
         settle(self.peer, self.ctx.options.quiet_period)
         mark = self.peer.mark()
         ours = self.state.delivery_count
@@ -680,22 +560,60 @@ class SenderScript(LinkScript):
             return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
                                     after=mark, where=current).body
         except (ExpectationTimeout, ConnectionLost) as exc:
-            raise violation(requirement, "the broker did not answer flow(echo=true) on the publisher link with "
-                            "its current state", expected="a flow for this link", actual=_arrived_text(exc)) from None
+            if requirement is None:       # echo only as a means: no answer is no finding
+                return None
+            self.ctx.halt(requirement, "the broker did not answer flow(echo=true) on the publisher link with "
+                          "its current state", expected="a flow for this link", actual=_arrived_text(exc),
+                          conn=self.connection)
 
-    def expect_handled_or_detached(self, sent: int, *, condition: str, requirement: str) -> str:
+    def await_outcomes(self, n: int) -> int:
+        """Wait (bounded) until the broker settled or gave outcomes for `n` of our deliveries; how many did."""
+        def count() -> int:
+            return len(self.accepted_bodies()) + self.rejected_count()
+        while count() < n:
+            try:
+                self.peer.expect(Disposition, channel=self.session.remote_channel,
+                                 timeout=self.ctx.options.quiet_period * 2)
+            except (ExpectationTimeout, ConnectionLost):
+                break
+        return count()
+
+    def ended_by_broker(self) -> str | None:
+        """The broker's detach of this link, end of its session or close, if one arrived (summarized)."""
+        for item in self.peer.arrived:
+            body = getattr(item, "body", None)
+            if (isinstance(body, Detach) and item.channel == self.session.remote_channel
+                    and body.handle == self.broker_handle) or isinstance(body, Close) or (
+                    isinstance(body, End) and item.channel == self.session.remote_channel):
+                return summarize(item)
+        return None
+
+    def flow_after_transfers(self) -> Flow | None:
+        """The latest flow the broker sent for this link on its own whose delivery-count is not behind ours
+        (it was sent after every transfer of ours arrived: a credit top-up), after a bounded quiet period;
+        None if none came. Earlier flows, crossing our transfers, are the model's to judge."""
+        ours = self.state.delivery_count
+        settle(self.peer, self.ctx.options.quiet_period)
+        flows = [f.body for f in self.peer.received(Flow) if f.channel == self.session.remote_channel
+                 and f.body.handle == self.broker_handle and f.body.delivery_count is not None
+                 and serial_diff(ours, int(f.body.delivery_count)) >= 0]
+        return flows[-1] if flows else None
+
+    def expect_handled_or_detached(self, sent: int, *, condition: str, requirement: str) -> tuple["Excess", str]:
+        """After transfers beyond credit: (what the broker did, how it looked). A dropped connection
+        halts the case with a finding on `requirement`."""
         try:
             frame = self.peer.expect((Detach, End, Close), timeout=self.ctx.options.quiet_period * 2)
         except ExpectationTimeout:
-            return "handled"
+            return Excess.HANDLED, "handled"
         except ConnectionLost:
-            raise violation(requirement, "the broker dropped the connection after excess transfers instead of "
-                            "detaching the link with an error",
-                            expected=f"handled, or detach({condition})", actual="connection lost") from None
+            self.ctx.halt(requirement, "the broker dropped the connection after excess transfers instead of "
+                          "detaching the link with an error",
+                          expected=f"handled, or detach({condition})", actual="connection lost", conn=self.connection)
         got = Peer.error_condition(frame)
         if isinstance(frame.body, Detach) and got == condition:
-            return f"detached the link with {condition}"
-        return f"answered with {summarize(frame)}"
+            return Excess.DETACHED, f"detached the link with {condition}"
+        return Excess.OTHER, f"answered with {summarize(frame)}"
 
     def accepted_bodies(self) -> list[bytes]:
         accepted = []
@@ -711,20 +629,19 @@ class SenderScript(LinkScript):
         return accepted
 
     def rejected_count(self) -> int:
-        from ..wire import Rejected
         return sum(1 for item in self.peer.arrived if isinstance(getattr(item, "body", None), Disposition)
                    and isinstance(item.body.state, Rejected))
 
-    def publish_until_throttled(self, limit: int) -> str:
+    def publish_until_throttled(self, limit: int) -> "Throttle":
         """Send messages while the broker lets us; report how it stopped us."""
         for i in range(limit):
             if self.rejected_count():
-                return "transfers rejected"
+                return Throttle.REJECTED
             s = self.session.state
             if self.peer.closed_by_remote:
-                return "connection closed"
+                return Throttle.CLOSED
             if s.remote_incoming_window is not None and s.remote_incoming_window <= 0:
-                return "session incoming-window 0"
+                return Throttle.WINDOW
             if self.credit <= 0:
                 try:
                     self.peer.expect(Flow, channel=self.session.remote_channel,
@@ -732,19 +649,19 @@ class SenderScript(LinkScript):
                                      or f.body.incoming_window == 0, timeout=self.ctx.options.quiet_period * 2)
                     continue
                 except ExpectationTimeout:
-                    return "link-credit withheld"
+                    return Throttle.CREDIT
                 except ConnectionLost:
-                    return "connection closed"
+                    return Throttle.CLOSED
             try:
                 self.transfer(f"{self.queue}!{i}".encode())
             except ConnectionLost:
-                return "connection closed"
+                return Throttle.CLOSED
         try:   # outcomes of the last transfers
             self.peer.expect(Disposition, timeout=self.ctx.options.quiet_period,
-                             where=lambda f: type(f.body.state).__name__ == "Rejected")
-            return "transfers rejected"
+                             where=lambda f: isinstance(f.body.state, Rejected))
+            return Throttle.REJECTED
         except ExpectationTimeout:
-            return "not throttled"
+            return Throttle.NONE
 
     def publish_after_clear(self, count: int) -> bool:
         for i in range(count):

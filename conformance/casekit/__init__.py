@@ -1,0 +1,19 @@
+"""The case vocabulary: what conformance cases are written in, apart from the cases themselves.
+
+- `spec`: the registry (`@case`, `CaseSpec`: subject, declared requirements, what the model judges);
+- `findings`: findings, obligations, outcomes (enums) and the one verdict rule;
+- `context`: `CaseContext`, what a case runs with and its record of findings;
+- `scripts`: `ConnectionScript`, `SessionScript`, `ReceiverScript`, `SenderScript` (and `Excess`, `Throttle`);
+- `executor`: `run_case`, one case against one broker judged into a `CaseResult`.
+
+`conformance.cases` holds the cases, one module per spec section.
+"""
+
+from .findings import (
+    CaseConclusion, CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Source,
+    SubjectUnobservable, SuiteError,
+)
+from .spec import MODEL_REQUIREMENTS, REGISTRY, CaseSpec, case
+
+__all__ = ["CaseConclusion", "CaseHalted", "CaseUnsupported", "Finding", "Obligation", "Outcome", "OutcomeKind",
+           "Source", "SubjectUnobservable", "SuiteError", "MODEL_REQUIREMENTS", "REGISTRY", "CaseSpec", "case"]

@@ -1,0 +1,292 @@
+"""What a case runs with: the broker, its queues and connections, and the record of what it found.
+
+This module owns `CaseContext`: fresh queues (`ctx.queue`), scripted connections (`ctx.session`,
+`ctx.connect`, see `conformance.casekit.scripts`), broker-wide hooks (`ctx.alarm`, `ctx.need_hook`), and
+the case's record: `ctx.require(...)` / `ctx.add_finding(...)` add a finding and let the case go on,
+`ctx.halt(...)` adds one and stops the case body (the step needs a frame that never came), `ctx.step()`
+lets a scenario go on past a halted step, `ctx.oblige(...)` opens an obligation. After the case, `judge()`
+adds the model's findings over every transcript and the broken obligations. How a case ends normally:
+`ctx.passed(reason)`, `ctx.informational(reason)` (behaviour the spec leaves open, recorded), or
+`ctx.unobservable(requirement, because)` (the subject needs a behaviour this broker does not show).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+from typing import Any, Callable
+
+from .. import catalogue
+from ..model import transcript_violations
+from ..peer import ExpectationTimeout, Peer, PeerError, Timeouts, summarize
+from ..wire import Close, End, Transfer
+from .findings import (
+    CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Source, SuiteError,
+)
+from .scripts import ConnectionScript, ReceiverScript, ScriptError, SessionScript
+
+_counter = itertools.count(1)
+
+
+class CaseContext:
+    def __init__(self, spec, broker, options):
+        self.spec = spec
+        self.broker = broker
+        self.options = options
+        self.observations: dict[str, Any] = {}
+        self.findings: list[Finding] = []
+        self.obligations: list[Obligation] = []
+        self.connections: list[ConnectionScript] = []
+        self._queues: list[str] = []
+        self._preloaded: dict[str, list[bytes]] = {}
+        self._slug = re.sub(r"[^a-z0-9]+", "-", spec.id.lower()).strip("-")
+
+    # -- timeouts ----------------------------------------------------------------------------------------
+
+    @property
+    def timeouts(self) -> Timeouts:
+        return Timeouts(frame=self.options.frame_timeout, quiet=self.options.quiet_period,
+                        connect=self.options.connect_timeout)
+
+    # -- queues ------------------------------------------------------------------------------------------
+
+    def queue(self, preload: int = 0, *, body_size: int | None = None, max_length: int | None = None) -> str:
+        """A fresh queue for this case only (deleted afterwards), optionally preloaded with N messages."""
+        if max_length is not None:
+            self.need_hook("queue_length_limit")
+        name = self.broker.unique_queue(f"c{self._slug}")
+        self.broker.create_queue(name, max_length=max_length)
+        self._queues.append(name)
+        self._preloaded[name] = []
+        if preload:
+            self.preload(name, preload, body_size=body_size)
+        return name
+
+    def preload(self, queue: str, count: int, *, body_size: int | None = None) -> None:
+        start = len(self._preloaded.setdefault(queue, []))
+        bodies = []
+        for i in range(start, start + count):
+            body = f"{queue}#{i}".encode()
+            if body_size:
+                body = (body + b"." * body_size)[:body_size]
+            bodies.append(body)
+        self.broker.preload(queue, bodies)
+        self._preloaded[queue].extend(bodies)
+
+    def preloaded_bodies(self, queue: str) -> list[bytes]:
+        return list(self._preloaded.get(queue, []))
+
+    def address(self, queue: str, role: str) -> str:
+        return self.broker.queue_address(queue, role)
+
+    def queue_depth(self, queue: str) -> int | None:
+        """Messages in the queue by the broker's management hook (None: the broker cannot tell)."""
+        depth = self.broker.queue_depth(queue)
+        self.observe(queue_depth=depth)
+        return depth
+
+    # -- connections -------------------------------------------------------------------------------------
+
+    def connect(self, **open_fields) -> ConnectionScript:
+        peer = Peer.connect(self.broker.url, timeouts=self.timeouts, tls=self.broker.tls)
+        conn = ConnectionScript(self, peer, len(self.connections) + 1)
+        self.connections.append(conn)
+        peer.transcript.label = "broker"
+        conn.broker_open = peer.handshake(sasl=self.broker.sasl_mechanism,
+                                          container_id=f"amqp-conformance-{self._slug}-{next(_counter)}",
+                                          **open_fields)
+        return conn
+
+    def session(self, *, max_frame_size: int | None = None, **begin_fields) -> SessionScript:
+        """A new connection with one session on it."""
+        open_fields = {"max_frame_size": max_frame_size} if max_frame_size else {}
+        return self.connect(**open_fields).begin(**begin_fields)
+
+    # -- broker-wide hooks ---------------------------------------------------------------------------------
+
+    def need_hook(self, name: str) -> None:
+        if not self.broker.has_hook(name):
+            raise CaseUnsupported(f"the broker profile has no {name!r} hook; add one to the profile to run this case")
+
+    @contextlib.contextmanager
+    def alarm(self, kind: str):
+        self.need_hook(f"{kind}_alarm")
+        self.broker.set_alarm(kind, True)
+        try:
+            yield
+        finally:
+            self.broker.set_alarm(kind, False)
+
+    def drain_queue(self, queue: str, *links: ReceiverScript) -> list[bytes]:
+        """Every body consumed from the queue during the case by the given links, then the rest."""
+        bodies = [b for link in links for b in link.bodies()]
+        reader = self.session().attach_receiver(queue)
+        reader.flow(link_credit=10000)
+        while True:
+            try:
+                reader.peer.expect(Transfer, channel=reader.session.remote_channel, handle=reader.broker_handle,
+                                   timeout=self.options.quiet_period * 2)
+            except ExpectationTimeout:
+                break
+        bodies.extend(reader.bodies_from_state())
+        return bodies
+
+    # -- findings ------------------------------------------------------------------------------------------
+
+    def add_finding(self, requirement: str, reason: str, *, expected: str | None = None, actual: str | None = None,
+               conn: ConnectionScript | None = None, frame_index: int | None = None,
+               source: Source = Source.CASE) -> Finding:
+        """Record that the broker broke `requirement`; the case goes on."""
+        catalogue.get(requirement)
+        if conn is not None and frame_index is None:
+            entries = conn.peer.transcript.snapshot()
+            frame_index = entries[-1].index if entries else None
+        finding = Finding(requirement, reason, expected, actual, frame_index,
+                          conn.number if conn is not None else None, source)
+        self.findings.append(finding)
+        return finding
+
+    def halt(self, requirement: str, reason: str, *, expected: str | None = None, actual: str | None = None,
+             conn: ConnectionScript | None = None) -> None:
+        """Record the finding and stop the case body: the next steps need what never came."""
+        raise CaseHalted(self.add_finding(requirement, reason, expected=expected, actual=actual, conn=conn))
+
+    def require(self, condition: bool, requirement: str, reason: str, *, expected: str | None = None,
+                actual: str | None = None) -> bool:
+        """Record a finding on `requirement` unless `condition` holds; the case goes on. Returns condition."""
+        if not condition:
+            self.add_finding(requirement, reason, expected=expected, actual=actual)
+        return bool(condition)
+
+    @contextlib.contextmanager
+    def step(self):
+        """A step whose halt does not end the scenario: its finding stays recorded, the case goes on."""
+        try:
+            yield
+        except CaseHalted:
+            pass
+
+    def found(self, requirement: str) -> bool:
+        return any(f.requirement == requirement for f in self.findings)
+
+    def oblige(self, requirement: str, what: str, conn: ConnectionScript, channel: int | None,
+               answers: Callable[[Any], bool]) -> None:
+        """Open an obligation on the frame just sent: the broker must answer it (`answers(frame)`)."""
+        if not catalogue.get(requirement).obligation:
+            raise SuiteError(f"{requirement} is not an obligation in the catalogue")
+        sent = [e.index for e in conn.peer.transcript.snapshot() if e.direction == "out" and not e.auto]
+        # the frame just sent (an answer may already have arrived after it: the scan starts at our frame)
+        self.obligations.append(Obligation(requirement, what, conn, channel, answers, sent[-1] if sent else -1))
+
+    # -- how a case ends -----------------------------------------------------------------------------------
+
+    def observe(self, **values: Any) -> None:
+        self.observations.update(values)
+
+    def passed(self, reason: str, **observations: Any) -> Outcome:
+        return Outcome(OutcomeKind.PASSED, reason, observations)
+
+    def informational(self, reason: str, **observations: Any) -> Outcome:
+        return Outcome(OutcomeKind.RECORDED, reason, observations)
+
+    def unobservable(self, requirement: str, because: str, **observations: Any) -> Outcome:
+        """The subject cannot be judged on this broker: observing it needs a behaviour it does not show."""
+        return Outcome(OutcomeKind.UNOBSERVABLE, f"{requirement} not observable on this broker, because {because}",
+                       observations, requirement)
+
+    def broker_alive(self) -> bool:
+        """Whether the broker process still runs (a broker that cannot tell counts as alive)."""
+        try:
+            return bool(self.broker.alive())
+        except Exception:
+            return False
+
+    def describe_error(self, exc: BaseException) -> str:
+        if isinstance(exc, PeerError):
+            return f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, ScriptError):
+            return str(exc)
+        return f"internal error: {type(exc).__name__}: {exc}"
+
+    # -- after the case: the whole exchange ------------------------------------------------------------------
+
+    def judge(self) -> None:
+        """Add the model's findings over every transcript and the obligations the broker broke."""
+        for conn in self.connections:
+            seen = {f.requirement for f in self.findings}
+            for v, frame, index in transcript_violations(conn.peer.transcript.snapshot()):
+                if v.requirement_id in seen:
+                    continue        # the case named it already; the first model finding per requirement is enough
+                seen.add(v.requirement_id)
+                self.add_finding(v.requirement_id, f"frame {index}: {v.detail}", expected=v.sentence[:120],
+                            actual=summarize(frame), conn=conn, frame_index=index, source=Source.MODEL)
+        for conn in self.connections:
+            if conn.peer.closed_by_remote and not conn.peer.received(Close) and self.broker_alive():
+                entries = conn.peer.transcript.snapshot()
+                self.add_finding("2.4.3/close-frame-first", "the broker dropped the connection without a close frame "
+                                 "(the broker process is still running)", expected="close(...) before the socket "
+                                 "closes", actual="the socket closed", conn=conn,
+                                 frame_index=entries[-1].index if entries else None, source=Source.MODEL)
+        for ob in self.obligations:
+            if self.found(ob.requirement):
+                continue
+            broken = _ended_while_open(ob)
+            if broken is not None:
+                frame, index = broken
+                self.add_finding(ob.requirement, f"the broker {_ending(frame)} while {ob.what} was unanswered",
+                            expected=f"an answer to {ob.what}", actual=summarize(frame), conn=ob.connection,
+                            frame_index=index, source=Source.OBLIGATION)
+
+    # -- after the case --------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        for conn in self.connections:
+            conn.peer.close()
+        for name in self._queues:
+            with contextlib.suppress(Exception):
+                self.broker.delete_queue(name)
+
+    def transcripts_json(self) -> list[dict]:
+        return [c.peer.transcript.to_json() for c in self.connections]
+
+    def ladders(self) -> list[str]:
+        out = []
+        for c in self.connections:
+            sender_side = any(l.is_sender for s in c.sessions for l in s.links) and not any(
+                not l.is_sender for s in c.sessions for l in s.links)
+            out.append(f"connection {c.number}\n" + c.peer.transcript.ladder(peer_is_receiver=not sender_side))
+        return out
+
+    def broker_identity(self) -> tuple[str | None, str | None]:
+        product, version = self.broker.product, self.broker.version
+        for c in self.connections:
+            props = c.broker_open.properties if c.broker_open is not None else None
+            if props:
+                product = str(props.get("product", product)) if props.get("product") else product
+                version = str(props.get("version", version)) if props.get("version") else version
+                break
+        return product, version
+
+
+def _ended_while_open(ob: Obligation) -> tuple[Any, int] | None:
+    """The broker's end (of the obligation's session) or close carrying an error that came before any
+    answer to the obligation, with its transcript index; None when answered first or never ended so."""
+    for entry in ob.connection.peer.transcript.snapshot():
+        if entry.direction != "in" or entry.index <= ob.frame_index:
+            continue
+        frame = entry.item
+        body = getattr(frame, "body", None)
+        if body is None:
+            continue
+        if ob.answers(frame):
+            return None
+        ends = isinstance(body, Close) or (isinstance(body, End) and (ob.channel is None or frame.channel == ob.channel))
+        if ends and Peer.error_condition(frame) is not None:
+            return frame, entry.index
+    return None
+
+
+def _ending(frame) -> str:
+    what = "closed the connection" if isinstance(frame.body, Close) else "ended the session"
+    return f"{what} with {Peer.error_condition(frame)}"

@@ -1,0 +1,88 @@
+"""The case registry: how a conformance case is declared (`@case`) and what its declaration says.
+
+A case declares its *subject* (the requirement(s) it exists to judge) and every other requirement its
+steps may record a finding on. The flow-control model judges every transcript after the case (and a
+connection the broker dropped without a close frame is judged too), so those requirements are judged by
+every case (`CaseSpec.judged`). A finding on a requirement outside
+`judged` is a suite error (`conformance.casekit.executor`): declared = judged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .. import catalogue
+from ..model import emitted_requirement_ids
+
+CASE_ID = re.compile(r"^\d+(\.\d+)+/\d+$")
+
+# What is judged over every case's whole exchange, in catalogue order: the model's requirements, and a
+# connection dropped without a close frame while the broker is alive (2.4.3).
+MODEL_REQUIREMENTS: tuple[str, ...] = tuple(r for r in catalogue.load() if r in emitted_requirement_ids()
+                                            or r == "2.4.3/close-frame-first")
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """A registered case: its id (`<section>/<n>`, e.g. `2.6.8/1`), what it checks, and its body."""
+
+    id: str
+    title: str
+    requirements: tuple[str, ...]      # every requirement the case's own steps may judge, subject first
+    func: Callable[[Any], Any]
+    figure: str | None = None
+    expectation: str = ""
+    needs: tuple[str, ...] = ()       # profile hooks the case needs (else: unsupported)
+    exclusive: bool = False           # broker-wide side effects (alarms): never concurrent with others
+    module: str = ""
+    subject: tuple[str, ...] = ()     # the requirement(s) the case exists to judge
+
+    @property
+    def section(self) -> str:
+        return self.id.split("/")[0]
+
+    @property
+    def judged(self) -> tuple[str, ...]:
+        """Every requirement a finding of this case may name: its own, then the model's."""
+        return self.requirements + tuple(r for r in MODEL_REQUIREMENTS if r not in self.requirements)
+
+    @property
+    def level(self) -> str:
+        """The strongest level among the requirements the case's own steps check."""
+        levels = [catalogue.get(r).level for r in self.requirements]
+        for lv in catalogue.LEVELS:
+            if lv in levels:
+                return lv
+        return "informative"
+
+    @property
+    def description(self) -> str:
+        return (self.func.__doc__ or "").strip()
+
+
+REGISTRY: dict[str, CaseSpec] = {}
+
+
+def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subject: list[str] | tuple[str, ...] = (),
+         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False):
+    """Register a conformance case. The decorated function takes a CaseContext. `subject` defaults to the
+    first requirement; the subject must be among `requirements`."""
+    if not CASE_ID.match(id):
+        raise ValueError(f"case id {id!r} must look like <section>/<n>, e.g. 2.6.8/1")
+    subject = tuple(subject) or tuple(requirements[:1])
+
+    def register(func):
+        if id in REGISTRY:
+            raise ValueError(f"case id {id} registered twice ({REGISTRY[id].module} and {func.__module__})")
+        for r in requirements:
+            catalogue.get(r)  # raises UnknownRequirement for a typo
+        missing = [r for r in subject if r not in requirements]
+        if missing:
+            raise ValueError(f"case {id}: subject {missing} is not among its requirements")
+        REGISTRY[id] = CaseSpec(id, title, tuple(requirements), func, figure, expectation, tuple(needs),
+                                exclusive, func.__module__, subject)
+        return func
+
+    return register

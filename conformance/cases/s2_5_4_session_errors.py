@@ -1,0 +1,30 @@
+"""2.5.4 Session errors — after ending a session with an error, the broker discards frames until our end."""
+
+from ..casekit import case
+from ..peer import summarize
+
+
+@case("2.5.4/1", "After a session error the broker discards frames until our end",
+      ["2.5.4/session-error-end", "2.7.4/unattached-handle"], subject=["2.5.4/session-error-end"],
+      expectation="provoke a session error (flow on an unattached handle) -> end(error); then send flow(echo=true) "
+                  "on that session -> nothing comes back; our end completes it and a new session works")
+def session_error_discards(ctx):
+    """It MUST then proceed to discard all incoming frames from the remote endpoint until our end.
+    The flow on an unattached handle obliges the broker to end the session (2.7.4/unattached-handle)."""
+    session = ctx.session()
+    session.flow(handle=9, link_credit=1, delivery_count=0)
+    answer = session.await_session_error()
+    if answer is None:
+        return ctx.unobservable("2.5.4/session-error-end", "the broker did not end the session on a flow on an "
+                                "unattached handle (judged by 2.7.4/3)")
+    ctx.observe(answered_with=answer.name, condition=session.peer.error_condition(answer))
+    if answer.name == "close":
+        return ctx.unobservable("2.5.4/session-error-end", "the broker closed the connection instead of ending "
+                                f"the session ({summarize(answer)}): there is no session left to discard frames on")
+    session.flow(echo=True)
+    session.expect_silence(requirement="2.5.4/session-error-end",
+                           why="frames after the broker's end must be discarded")
+    session.end()
+    fresh = session.connection.begin()
+    fresh.attach_receiver(ctx.queue())
+    return ctx.passed("frames after the session error were discarded; a new session works")
