@@ -80,9 +80,10 @@ def cut_or_stalled(peers, timeout: float) -> str | None:
         except ExpectationTimeout:
             return (f"connection {number} stalled: the broker did not answer our close within {timeout:g} s "
                     "after the case, so the silence the verdict rests on says nothing")
-        except ConnectionLost as exc:
-            if exc.how == RESET:
-                return f"connection {number} was reset (TCP RST) during the case: cut below AMQP, no verdict"
+        except ConnectionLost:
+            # the case was over when we sent close: a broker that answers it with a reset (RabbitMQ 3.10 closes
+            # with our unread transfers in its buffer) ended the connection, it was not cut under the case
+            continue
         except Exception:       # the check itself could not run (e.g. a send refused): it proves nothing
             continue
     return None
