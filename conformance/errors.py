@@ -22,6 +22,7 @@ EXIT_MALFORMED_FRAME = 11     # the broker sent bytes our codec cannot decode
 EXIT_BAD_RESULTS = 12         # missing / corrupted results directory or file
 EXIT_SPARK_UNAVAILABLE = 13   # no Java, or the Spark master / Spark Connect server cannot be reached
 EXIT_CASE_ERROR = 14          # the run broke: a case ended in `error` (takes precedence over 1), or the engine did
+EXIT_NOT_AMQP = 15            # the target is not an AMQP 1.0 server: it answered our protocol header with other bytes
 EXIT_INTERRUPTED = 130
 
 
@@ -74,6 +75,10 @@ class PermissionProblem(ConformanceError):
 
 class MalformedFrame(ConformanceError):
     exit_code = EXIT_MALFORMED_FRAME
+
+
+class NotAmqpServer(ConformanceError):
+    exit_code = EXIT_NOT_AMQP
 
 
 class BadResults(ConformanceError):

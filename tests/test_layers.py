@@ -38,15 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
 
 # Known violations, fixed in other branches of this session; the lead empties this list at the merge.
 # No other exception is allowed.
-KNOWN_VIOLATIONS = {
-    # brokers helper: the broker layer reaches up into the case vocabulary for CaseUnsupported
-    ("conformance.brokers.broker_errors", "conformance.casekit.findings"),
-    ("conformance.brokers.broker_errors", "conformance.casekit"),
-    # brokers helper: `python -m conformance.brokers` runs the top-level command line
-    ("conformance.brokers.__main__", "conformance.cli"),
-    # robust helper: the peer's connection imports its server role inside a method, which imports Peer
-    ("conformance.peer.connection", "conformance.peer.server"),
-}
+KNOWN_VIOLATIONS: set[tuple[str, str]] = set()
 
 
 def module_name(path: Path) -> str:
@@ -192,3 +184,72 @@ def test_one_run_loop():
 def test_run_directories_are_written_by_the_pipeline_only():
     assert set(calls("RunDirectory.create")) | set(calls("RunDirectory.at")) == {"conformance.run.engine"}
     assert {m for m in calls("record") if m.startswith("conformance.")} <= {"conformance.run.engine"}
+
+
+# -- written once: serial arithmetic, session and link bookkeeping -------------------------------------------
+
+SERIAL_HOME = "conformance.wire.serial"
+BOOKS_HOME = "conformance.peer.state"
+# the flow-control model judges what the bookkeeping helps to produce, so it keeps its own on purpose; the
+# codec's composites (Flow, Begin, ...) name the same fields because they are the frames
+INDEPENDENT = ("conformance.model", "conformance.wire")
+LINK_FIELDS = {"delivery_count", "link_credit"}
+SESSION_FIELDS = {"next_outgoing_id", "next_incoming_id"}
+
+
+def _constant(node) -> int | None:
+    """The value of a constant integer expression (0xFFFFFFFF, 1 << 32, 2 ** 32 - 1), else None."""
+    if not all(isinstance(n, (ast.Constant, ast.BinOp, ast.operator, ast.UnaryOp, ast.unaryop))
+               for n in ast.walk(node)):
+        return None
+    try:
+        value = eval(compile(ast.Expression(node), "<constant>", "eval"), {"__builtins__": {}})
+    except Exception:
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        yield module_name(path), ast.parse(path.read_text("utf-8"))
+
+
+def test_one_serial_number_helper():
+    """RFC 1982 arithmetic (add, compare, distance) and the 2^32 modulus are defined in wire.serial only."""
+    found = []
+    for name, tree in _modules():
+        if name == SERIAL_HOME:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and not node.decorator_list and (   # (a case may be named so)
+                    "serial" in node.name or node.name.endswith("_room")):
+                found.append(f"{name}: def {node.name}")
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+                if isinstance(node, ast.AnnAssign) and node.value is not None else []
+            if targets and not name.startswith("conformance.wire.") and \
+                    _constant(node.value) in (1 << 32, (1 << 32) - 1, 1 << 31):
+                found.append(f"{name}: {ast.unparse(targets[0])} = {ast.unparse(node.value)}")
+    assert found == [], "serial arithmetic outside conformance.wire.serial: " + "; ".join(found)
+
+
+def test_one_session_and_link_bookkeeping():
+    """Classes that keep a link's delivery-count and credit, or a session's transfer ids, live in
+    peer.state only (the model and the codec's frames aside)."""
+    found = []
+    for name, tree in _modules():
+        if name == BOOKS_HOME or name.startswith(INDEPENDENT):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            fields = {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+            fields |= {t.attr for n in ast.walk(node) if isinstance(n, ast.Assign) for t in n.targets
+                       if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"}
+            if LINK_FIELDS <= fields or SESSION_FIELDS <= fields:
+                found.append(f"{name}.{node.name}")
+    assert found == [], "a second copy of session/link bookkeeping (use conformance.peer.state): " + ", ".join(found)
+
+
+@pytest.mark.parametrize("user", ["conformance.mutants.faults", "conformance.selftest.engine"])
+def test_the_proxy_and_the_reference_broker_keep_their_books_in_peer_state(user):
+    assert BOOKS_HOME in graph()[user]

@@ -1,8 +1,11 @@
 """Brokers under test: managed throwaway nodes (provisioned and started by the suite) and brokers by URL.
 
-`resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec)` gives the BrokerHandle the
-cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This package never
-prints a broker URL with its password (handles have `redacted_url`). Managed kinds: rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c (the default: it builds in a second
+`Broker` (module `interface`) is the one interface every broker implements (a typing.Protocol).
+`resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec, timeout=)` gives the
+BrokerHandle the cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This
+package never prints a broker URL with its password (handles have `redacted_url`). Managed kinds: RabbitMQ
+4.3, 4.0 and 3.10, Qpid Broker-J per release line, ActiveMQ Artemis per release (`SERIES` lists the release
+series), and qpid-proton-c (the default: it builds in a second
 and starts in a fraction of one, so a new user gets real verdicts fastest).
 """
 
@@ -11,20 +14,47 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from ..errors import UsageError
+from ..errors import BrokerUnreachable, ConformanceError, UsageError
+from ..run.options import RunOptions
 from .broker_errors import HookFailed, HookUnsupported
 from .handle import BrokerHandle, record_broker_identity
+from .interface import Broker, WrappedBroker, is_broker
 from .managed import ManagedBroker, NodeRecord, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
 from .rabbitmq import RabbitMQ40, RabbitMQ310
+from .artemis import RELEASES as ARTEMIS_RELEASES
+from .qpid_broker_j import QpidBrokerJ80, QpidBrokerJ92, QpidBrokerJ100
+from .rabbitmq43 import RabbitMQ43
 
 MANAGED: dict[str, type[ManagedBroker]] = {
+    "rabbitmq-4.3": RabbitMQ43,
     "rabbitmq-4.0": RabbitMQ40,
     "rabbitmq-3.10": RabbitMQ310,
     "qpid-proton-c": ProtonCBroker,
+    "qpid-broker-j-10.0": QpidBrokerJ100,
+    "qpid-broker-j-9.2": QpidBrokerJ92,
+    "qpid-broker-j-8.0": QpidBrokerJ80,
+    **ARTEMIS_RELEASES,
 }
 DEFAULT_BROKER = "qpid-proton-c"
+# release series, oldest first: what `bisect --series` walks and `brokers provision --series` installs
+SERIES: dict[str, tuple[str, ...]] = {
+    "rabbitmq": ("rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3"),
+    "qpid-broker-j": ("qpid-broker-j-8.0", "qpid-broker-j-9.2", "qpid-broker-j-10.0"),
+    "artemis": tuple(ARTEMIS_RELEASES),
+}
+
+
+def series(name: str) -> list[str]:
+    """The managed brokers of a release series, oldest first (UsageError for an unknown series)."""
+    if name not in SERIES:
+        raise UsageError(f"unknown series {name!r}; use one of {', '.join(SERIES)}")
+    return list(SERIES[name])
+
+
+# what the suite's own tests start (./dev test provisions these and no more)
+TESTED = ("qpid-proton-c", "rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3", "qpid-broker-j-9.2", "artemis-2.40.0")
 
 
 @dataclass(frozen=True)
@@ -47,14 +77,25 @@ def resolve(value: str, profile: str | None = None) -> BrokerSpec:
                      "amqp[s]://user:pass@host:port URL")
 
 
-def start(spec: BrokerSpec, port: int | None = None) -> BrokerHandle:
+def start(spec: BrokerSpec, port: int | None = None, *, timeout: float | None = None) -> BrokerHandle:
     """A handle for the broker. Managed: provision if needed, start a throwaway node (on `port`, default a
-    free one), and record its product/version. URL: connect once to check it is reachable and accepts the
-    credentials (BrokerUnreachable / AuthenticationFailed otherwise) and record what its open says."""
+    free one), and record its product/version. URL: connect once to check it is reachable, speaks AMQP 1.0
+    and accepts the credentials, and record what its open says; `timeout` bounds that check (the run's
+    --frame-timeout, RunOptions.frame_timeout by default). Errors carry their exit codes: BrokerUnreachable
+    (also for a server that never completes the AMQP handshake), AuthenticationFailed."""
     profile = load_profile(spec.profile)
     if spec.url is not None:
+        from ..peer import PeerError, parse_url
+        bound = RunOptions().frame_timeout if timeout is None else timeout
         handle = BrokerHandle(spec.name, spec.url, profile)
-        handle.identify()
+        try:
+            handle.identify(timeout=bound)
+        except ConformanceError:
+            raise
+        except PeerError as exc:
+            raise BrokerUnreachable(f"{parse_url(spec.url).redacted()} did not complete the AMQP handshake within "
+                                    f"{bound:g} s (--frame-timeout): {exc}; check that it is an AMQP 1.0 broker "
+                                    "and that it is ready") from None
         return handle
     managed = MANAGED[spec.name]()
     node = managed.start(port)
@@ -81,6 +122,7 @@ def describe(handle: BrokerHandle, spec: BrokerSpec) -> dict:
             "product": handle.product, "version": handle.version, "node": handle.node, "managed": spec.url is None}
 
 
-__all__ = ["MANAGED", "DEFAULT_BROKER", "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
+__all__ = ["MANAGED", "DEFAULT_BROKER", "TESTED", "SERIES", "series", "Broker", "WrappedBroker", "is_broker",
+           "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
            "start", "attach", "describe", "record_broker_identity", "stop_all", "available_profiles", "load_profile",
            "Profile", "NodeRecord"]

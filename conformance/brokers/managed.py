@@ -169,8 +169,15 @@ class NodeRecord:
         return state_dir() / f"{self.name}.json"
 
     def save(self) -> None:
+        """Write the node file. It keeps no password: the URL is written without one (only `brokers status`
+        reads it, and shows it redacted anyway; the running process keeps the full URL in memory). The file
+        is readable by its owner only (0600), as it names the node's tools and environment."""
+        data = asdict(self)
+        data["url"] = _without_password(self.url)
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self)))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(data))
         os.replace(tmp, self.path)
 
     @classmethod
@@ -180,6 +187,15 @@ class NodeRecord:
             with contextlib.suppress(ValueError, TypeError, OSError):
                 out.append(cls(**json.loads(p.read_text())))
         return out
+
+
+def _without_password(url: str) -> str:
+    """amqp://user:secret@host:port -> amqp://user@host:port (anything else unchanged)."""
+    scheme, sep, rest = url.partition("://")
+    auth, at, hostpart = rest.rpartition("@")
+    if not sep or not at or ":" not in auth:
+        return url
+    return f"{scheme}://{auth.split(':', 1)[0]}@{hostpart}"
 
 
 def pid_alive(pid: int) -> bool:

@@ -11,6 +11,7 @@ import contextlib
 import os
 import resource
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -85,6 +86,7 @@ class RabbitMQBase(ManagedBroker):
         diag, _ = self._wrap([f"{RABBIT_BIN}/rabbitmq-diagnostics", "-n", node], env)
         epmd, _ = self._wrap(["epmd", "-port", str(epmd_port)], env)
         self.tools = {"rabbitmqctl": ctl, "rabbitmq-diagnostics": diag, "epmd": epmd}
+        self._epmd_port = epmd_port
         self.env = ctl_env
         self._rabbit_log = host_dir / "log" / "rabbit.log"
         progress(f"starting {self.kind} on 127.0.0.1:{port}")
@@ -103,9 +105,7 @@ class RabbitMQBase(ManagedBroker):
                                  "env": self.env})
 
     def _after_failed_start(self) -> None:
-        epmd = self.tools.get("epmd")
-        if epmd:
-            subprocess.run([*epmd, "-kill"], env=self.env, capture_output=True, timeout=10)
+        stop_epmd(getattr(self, "_epmd_port", None))
 
     def _extra_logs(self):
         log = getattr(self, "_rabbit_log", None)
@@ -116,13 +116,39 @@ class RabbitMQBase(ManagedBroker):
         if ctl:
             with contextlib.suppress(Exception):
                 subprocess.run([*ctl, "shutdown"], env=self.env, capture_output=True, timeout=30)
-        epmd = self.tools.get("epmd")
-        if epmd:
-            with contextlib.suppress(Exception):
-                subprocess.run([*epmd, "-kill"], env=self.env, capture_output=True, timeout=10)
+        stop_epmd(node.extra.get("epmd_port"))
 
     def _data_dirs(self, workdir: Path) -> tuple[Path, str]:
         return workdir / "node", str(workdir / "node")
+
+
+def stop_epmd(port: int | None, wait: float = 5.0) -> list[int]:
+    """End the node's own epmd: the `epmd -daemon` the Erlang VM starts on the node's own port (its
+    environment has ERL_EPMD_PORT=port), found in /proc. `epmd -kill` is not enough: it refuses while a node
+    is still registered and is never tried once the node is gone. An epmd on any other port (the system's on
+    4369, another node's) is never touched. Returns the pids it ended."""
+    if not port or int(port) == 4369:
+        return []
+    mark = f"ERL_EPMD_PORT={int(port)}".encode()
+    ours = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if proc.joinpath("comm").read_text().strip() == "epmd" and \
+                    mark in proc.joinpath("environ").read_bytes().split(b"\0"):
+                ours.append(int(proc.name))
+    for pid in ours:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait
+    while any(pid_alive(p) for p in ours) and time.monotonic() < deadline:
+        time.sleep(0.05)  # bounded-wait-ok: epmd exits within milliseconds of SIGTERM
+    for pid in ours:
+        if pid_alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+    return ours
 
 
 def _amqp_ready(url: str, opened: dict) -> bool:

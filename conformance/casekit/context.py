@@ -82,18 +82,18 @@ class CaseContext:
 
     def queue_depth(self, queue: str) -> int | None:
         """Messages in the queue by the broker's management hook (None: the broker cannot tell)."""
-        depth = self.broker.queue_depth(queue) if hasattr(self.broker, "queue_depth") else None
+        depth = self.broker.queue_depth(queue)
         self.observe(queue_depth=depth)
         return depth
 
     # -- connections -------------------------------------------------------------------------------------
 
     def connect(self, **open_fields) -> ConnectionScript:
-        peer = Peer.connect(self.broker.url, timeouts=self.timeouts, tls=getattr(self.broker, "tls", None))
+        peer = Peer.connect(self.broker.url, timeouts=self.timeouts, tls=self.broker.tls)
         conn = ConnectionScript(self, peer, len(self.connections) + 1)
         self.connections.append(conn)
         peer.transcript.label = "broker"
-        conn.broker_open = peer.handshake(sasl=getattr(self.broker, "sasl_mechanism", "auto"),
+        conn.broker_open = peer.handshake(sasl=self.broker.sasl_mechanism,
                                           container_id=f"amqp-conformance-{self._slug}-{next(_counter)}",
                                           **open_fields)
         return conn
@@ -196,10 +196,9 @@ class CaseContext:
                        observations, requirement)
 
     def broker_alive(self) -> bool:
-        """Whether the broker process still runs (a broker without the check counts as alive)."""
-        alive = getattr(self.broker, "alive", None)
+        """Whether the broker process still runs."""
         try:
-            return bool(alive()) if callable(alive) else True
+            return bool(self.broker.alive())
         except Exception:
             return False
 
@@ -260,8 +259,7 @@ class CaseContext:
         return out
 
     def broker_identity(self) -> tuple[str | None, str | None]:
-        product = getattr(self.broker, "product", None)
-        version = getattr(self.broker, "version", None)
+        product, version = self.broker.product, self.broker.version
         for c in self.connections:
             props = c.broker_open.properties if c.broker_open is not None else None
             if props:

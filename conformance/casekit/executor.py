@@ -7,7 +7,9 @@ naming the case to fix); then the verdict is the worst finding by its level (`VE
 case's own outcome when nothing was found. A peer failure outside a judged step or a crash is ERROR
 (unless a MUST was already found broken: that stands, with the error kept in the observations). Broker-wide
 cases (alarms) hold an exclusive lock on the broker so nothing else runs beside them, across pytest-xdist
-workers too (ordinary cases hold a shared lock).
+workers too (ordinary cases hold a shared lock). A verdict resting on a connection cut or stalled below AMQP,
+or drawn while the broker died or hung, is `error` (`conformance.brokers.liveness` decides; the verdict the
+case would have given is kept in the observations).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ..brokers.broker_errors import HookUnsupported
 from ..run.options import RunOptions
 from ..verdict import CaseResult, Verdict
 from .findings import (
@@ -63,13 +66,13 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     t0 = time.monotonic()
     result = CaseResult(case_id=spec.id, title=spec.title, section=spec.section, level=spec.level,
                         requirement_ids=list(spec.judged), verdict=Verdict.ERROR, reason="",
-                        broker=getattr(broker, "name", str(broker)), started_at=started)
+                        broker=broker.name, started_at=started)
     result.subject = list(spec.subject)
     ctx = None
     outcome: Outcome | None = None
     error: str | None = None
     try:
-        with broker_lock(getattr(broker, "lock_key", result.broker), spec.exclusive):
+        with broker_lock(broker.lock_key, spec.exclusive):
             ctx = CaseContext(spec, broker, options)
             try:
                 for hook in spec.needs:
@@ -83,6 +86,9 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                 outcome = None
                 result.verdict, result.reason = c.verdict, c.reason
                 result.observations.update(c.observations)
+            except HookUnsupported as exc:  # the broker lacks a hook the case needs: a fact, not a failure
+                outcome = None
+                result.verdict, result.reason = Verdict.UNSUPPORTED, str(exc)
             except SuiteError as exc:
                 error = f"suite error in case {spec.id}: {exc}"
             except Exception as exc:  # the run itself broke
@@ -90,14 +96,23 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                 if not _is_peer_error(exc):
                     result.observations["traceback"] = traceback.format_exc(limit=8)
             finally:
+                broke = None
+                if result.verdict is not Verdict.UNSUPPORTED and error is None:
+                    broke = _transport_broke(ctx, options)  # after the case, before it drops its connections
                 ctx.close()
             if result.verdict is not Verdict.UNSUPPORTED:
                 ctx.judge()
                 _conclude(result, spec, ctx, outcome, error)
+                if broke and result.verdict is not Verdict.ERROR:   # a verdict resting on a cut or stalled
+                    result.observations["verdict_before_transport_check"] = result.verdict.value  # connection
+                    result.verdict, result.reason = Verdict.ERROR, broke
+                    result.violated = result.expected = result.actual = None
     except TimeoutError as exc:
         result.verdict, result.reason = Verdict.ERROR, str(exc)
     except Exception as exc:
         result.verdict, result.reason = Verdict.ERROR, f"could not set up the case: {exc}"
+    if ctx is not None:
+        _unless_the_broker_died(result, ctx, broker, options)
     result.duration_s = round(time.monotonic() - t0, 3)
     if ctx is not None:
         result.observations.update(ctx.observations)
@@ -106,12 +121,33 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
         ident = ctx.broker_identity()
         result.broker_product, result.broker_version = ident
     if result.verdict is Verdict.ERROR:
-        tail = getattr(broker, "log_tail", None)
-        alive = getattr(broker, "alive", None)
-        if callable(tail) and (not callable(alive) or not alive()):
-            with contextlib.suppress(Exception):
-                result.broker_log_tail = tail(40)
+        with contextlib.suppress(Exception):
+            if not broker.alive():
+                result.broker_log_tail = broker.log_tail(40)
     return result
+
+
+def _transport_broke(ctx, options: RunOptions) -> str | None:
+    from ..brokers.liveness import cut_or_stalled
+    return cut_or_stalled([c.peer for c in ctx.connections], options.frame_timeout)
+
+
+def _unless_the_broker_died(result: CaseResult, ctx, broker, options: RunOptions) -> None:
+    """A connection lost because the broker died is `error`, never a verdict (brokers/liveness.py decides);
+    the verdict the case would have given is kept in the observations."""
+    from ..brokers.liveness import died_during
+    try:
+        died = died_during([c.peer for c in ctx.connections], broker, options.frame_timeout, result.verdict.value)
+    except Exception:              # run_case never raises; the case's own verdict stands
+        return
+    if died is None:
+        return
+    if result.verdict is Verdict.ERROR:
+        result.reason = f"{died} ({result.reason})"
+        return
+    result.observations["verdict_before_broker_died"] = f"{result.verdict.value}: {result.reason}"
+    result.violated = result.expected = result.actual = None
+    result.verdict, result.reason = Verdict.ERROR, died
 
 
 def _conclude(result: CaseResult, spec: CaseSpec, ctx, outcome: Outcome | None, error: str | None) -> None:

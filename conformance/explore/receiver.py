@@ -59,10 +59,10 @@ class ReceiverExplorer:
         try:
             broker.create_queue(self.queue)
             broker.preload(self.queue, [f"{self.queue}#{i}".encode() for i in range(preload)])
-            self.peer = Peer.connect(broker.url, tls=getattr(broker, "tls", None),
+            self.peer = Peer.connect(broker.url, tls=broker.tls,
                                      timeouts=Timeouts(frame=options.frame_timeout, quiet=options.quiet_period,
                                                        connect=options.connect_timeout))
-            self.peer.handshake(sasl=getattr(broker, "sasl_mechanism", "auto"),
+            self.peer.handshake(sasl=broker.sasl_mechanism,
                                 container_id=f"amqp-conformance-explore-{next(_names)}")
             self.peer.begin(CHANNEL)
             self.peer.expect(Begin)

@@ -29,6 +29,13 @@ def version_key(version: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
 
+def series_of(broker: str) -> str:
+    """The release series a broker belongs to (a managed release such as artemis-2.40.0 -> artemis), or the
+    broker itself."""
+    from ..brokers import SERIES
+    return next((name for name, members in SERIES.items() if broker in members), broker)
+
+
 def classify_change(before: str, after: str) -> str:
     """regression (got worse on a judged verdict), fix (got better), or change (anything else)."""
     good = ("pass", "informational")
@@ -146,11 +153,18 @@ def build_model(spark, history: History, ladders: bool = True) -> dict:
 
 
 def unfinished_runs(runs: list[dict]) -> list[dict]:
-    """The runs that never finished (interrupted, killed, stopped early: run.json's `finished_at` is null), as
-    the report model's `unfinished_runs` entries: what they recorded is kept, but they are not whole runs."""
+    """The runs that never finished (interrupted, killed, stopped early: run.json's `finished_at` is null), and
+    the finished ones that broke (`broken: true`: some cases ended in error), as the report model's
+    `unfinished_runs` entries: what they recorded is kept, but they are not whole runs."""
     out = []
     for r in sorted(runs, key=lambda r: r.get("started_at") or ""):
         if r.get("finished_at"):
+            if r.get("errors"):            # finished, but broken: some cases ended in error (exit 14)
+                out.append({"run_id": r.get("run_id"), "started_at": r.get("started_at") or "",
+                            "brokers": sorted(r.get("brokers") or {}), "records": r.get("records"),
+                            "scheduled": r.get("scheduled"), "broken": True,
+                            "reason": f"broken: {r['errors']} of {r.get('records')} cases ended in error (a broker "
+                                      "died, or a case could not run), so its verdicts are incomplete"})
             continue
         stopped = r.get("stopped") if isinstance(r.get("stopped"), dict) else {}
         out.append({"run_id": r.get("run_id"), "started_at": r.get("started_at") or "",
@@ -162,7 +176,7 @@ def unfinished_runs(runs: list[dict]) -> list[dict]:
 def mark_unfinished(model: dict, runs: list[dict]) -> dict:
     """Add `unfinished_runs` to the model and `unfinished: true` to every cell whose run never finished."""
     unfinished = unfinished_runs(runs)
-    ids = {u["run_id"] for u in unfinished}
+    ids = {u["run_id"] for u in unfinished if not u.get("broken")}
     model["unfinished_runs"] = unfinished
     for cell in model["cells"]:
         cell["unfinished"] = cell["run_id"] in ids
@@ -176,8 +190,11 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
     requirements = catalogue.load()
     known_cases = load_all()
 
-    columns = sorted(columns_info, key=lambda key: (columns_info[key]["broker"],
-                                                    version_key(columns_info[key]["version"])))
+    for info in columns_info.values():
+        info["series"] = series_of(info["broker"])
+    columns = sorted(columns_info, key=lambda key: (columns_info[key]["series"],
+                                                    version_key(columns_info[key]["version"]),
+                                                    columns_info[key]["broker"]))
     cases: dict[str, dict] = {}
     for cid, spec in known_cases.items():
         cases[cid] = {"id": cid, "title": spec.title, "section": spec.section, "level": spec.level,
@@ -233,9 +250,9 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
                  "score": r["score"]} for r in score_rows(lambda case: case["level"])]
 
     changes = []
-    by_broker: dict[str, list[str]] = defaultdict(list)
+    by_broker: dict[str, list[str]] = defaultdict(list)      # consecutive versions of a broker or a series
     for column in columns:
-        by_broker[columns_info[column]["broker"]].append(column)
+        by_broker[columns_info[column]["series"]].append(column)
     for broker, cols in by_broker.items():
         for before, after in zip(cols, cols[1:]):
             for cid in cases:

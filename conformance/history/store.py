@@ -221,7 +221,8 @@ class History:
             for run_id, (run_dir, meta) in metas.items():
                 runs.append({**{k: v for k, v in meta.items() if k != "options"}, "options": meta.get("options"),
                              "source": str(run_dir.resolve()), "batch_id": batch_id,
-                             "records": count_records(run_dir / "results.jsonl")})
+                             "records": count_records(run_dir / "results.jsonl"),
+                             "errors": _count_errors(run_dir / "results.jsonl")})
             (staging / "runs.json").write_text(json.dumps(runs, indent=1, sort_keys=True, default=str), "utf-8")
             self.batches.mkdir(parents=True, exist_ok=True)
             os.replace(staging, self.batches / batch_id)       # the ingest becomes visible here, whole
@@ -343,3 +344,11 @@ def _with_findings(frame):
         return frame
     from pyspark.sql import functions as F
     return frame.withColumn("findings", F.lit(None).cast("string"))
+
+
+def _count_errors(results: Path) -> int:
+    """How many of a run's records ended in `error` (the report shows such a run as broken)."""
+    try:
+        return sum(1 for r in read_records(results) if r.get("verdict") == "error")
+    except BadResults:
+        return 0

@@ -4,7 +4,9 @@ This module owns the subcommand's arguments, their validation (one-line errors w
 conformance.errors: an unknown fault or a bad option is a usage error, exit 2; an unknown case exits 3) and
 its exit code: 0 when the proxy without fault changed no verdict and every fault was detected by at least
 one case (fail or non-strict), 1 otherwise, 14 when a case of the direct or no-fault run ended in error (the
-run broke, so the comparison says nothing). Cases, brokers, options and the run directory are the run
+run broke, so the comparison says nothing). With `--transport` the faults are the catalogue's transport
+faults and the output is the transport matrix; a reset or stall that fired leaves `error` verdicts, so such
+a run exits 14 like any run with errors (whether the matrix held is its last line and `ok` in the JSON). Cases, brokers, options and the run directory are the run
 pipeline's (`conformance.run`), with the same flags as `run`.
 """
 
@@ -24,22 +26,34 @@ def register(sub) -> None:
                                          "proxy once per fault; print the fault x case sensitivity matrix")
     selection.add_arguments(p)
     p.add_argument("--broker", required=True, metavar="NAME|URL",
-                   help="managed broker (rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c) or amqp://user:pass@host:port")
+                   help="managed broker (qpid-proton-c, rabbitmq-3.10|4.0|4.3, qpid-broker-j-9.2, artemis-2.40.0, ...: "
+                        "`brokers list`) or amqp://user:pass@host:port")
     p.add_argument("--profile", default=None, help="profile for a URL broker (see `run --help`)")
     p.add_argument("--fault", action="append", default=[], metavar="F",
-                   help="a fault to run (repeatable; default: all): " + ", ".join(FAULTS))
+                   help="a fault to run (repeatable; default: all): " + ", ".join(FAULTS)
+                   + "; with --transport: " + ", ".join(_transport_names()))
+    p.add_argument("--transport", action="store_true",
+                   help="break the network instead of the protocol: run the cases through each transport fault "
+                        "(per-frame delay, reset, stall) and print the transport matrix")
     run_options.add_arguments(p)
     p.set_defaults(func=cmd_selfcheck)
 
 
-def _faults(names: list[str]) -> list[str]:
+def _transport_names() -> list[str]:
+    from ..catalogue import faults as fault_catalogue
+    return [f.name for f in fault_catalogue.of_kind("transport")]
+
+
+def _faults(names: list[str], transport: bool = False) -> list[str]:
     from .faults import FAULTS
+    known = _transport_names() if transport else list(FAULTS)
     chosen = []
-    for name in names or list(FAULTS):
-        if name not in FAULTS:
-            close = difflib.get_close_matches(name, list(FAULTS), n=1)
+    for name in names or known:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
             hint = f"did you mean {close[0]}? " if close else ""
-            raise UsageError(f"unknown fault {name!r}; {hint}faults are: {', '.join(FAULTS)}")
+            what = "transport faults (--transport)" if transport else "faults"
+            raise UsageError(f"unknown fault {name!r}; {hint}{what} are: {', '.join(known)}")
         if name not in chosen:
             chosen.append(name)
     return chosen
@@ -48,8 +62,8 @@ def _faults(names: list[str]) -> list[str]:
 def cmd_selfcheck(args) -> int:
     from ..run.console import Console
     from ..run.targets import resolve
-    from .selfcheck import DIRECT, PROXY, render_text, run_selfcheck
-    faults = _faults(args.fault)
+    from .selfcheck import DIRECT, PROXY, render_text, render_transport_text, run_selfcheck
+    faults = _faults(args.fault, args.transport)
     options = run_options.from_args(args)                                # exit 2 for a bad value
     cases = selection.select_cases(args.selectors, args.keyword)        # exit 3 unknown case, 2 bad -k
     [spec] = resolve([args.broker], args.profile)                       # exit 2 for an unknown broker
@@ -57,9 +71,13 @@ def cmd_selfcheck(args) -> int:
         raise UsageError("selfcheck needs a plain amqp:// broker: the proxy decodes frames and cannot sit inside TLS")
     report, outcome = run_selfcheck(spec, cases, faults, options=options, console=Console(sys.stdout, summary=False, noun="configuration"),
                                     selection={"cases": list(args.selectors), "keyword": args.keyword})
-    print(render_text(report))
+    print(render_transport_text(report) if args.transport else render_text(report))
     path = outcome.run.path
     print(f"report: {path}/selfcheck.md  {path}/selfcheck.json  results: {path}/results.jsonl")
+    if args.transport:      # the faults that fired leave `error` verdicts: the run exits as a run with errors does
+        if any(v == "error" for verdicts in report["verdicts"].values() for v in verdicts.values()):
+            return EXIT_CASE_ERROR
+        return EXIT_OK if report["ok"] else EXIT_MUST_FAILED
     if any(report["verdicts"][config][c] == "error" for config in (DIRECT, PROXY) for c in report["cases"]):
         return EXIT_CASE_ERROR
     return EXIT_OK if report["ok"] else EXIT_MUST_FAILED

@@ -1,4 +1,4 @@
-"""The fault catalogue of the mutant proxy: sans-IO frame rewriting, one requirement broken per fault.
+"""The mutant proxy's protocol faults: sans-IO frame rewriting, one requirement broken per fault.
 
 This module owns what the proxy does to AMQP frames (never sockets, threads or clocks). A `Mutation` is
 the per-connection state machine: `from_peer(frame)` and `from_broker(frame)` take one decoded frame and
@@ -9,7 +9,9 @@ conversation consistent on both sides: when a fault injects transfers, later del
 (next-outgoing-id / next-incoming-id), delivery-counts and disposition ranges are renumbered so that the
 peer and the broker each see a valid conversation.
 
-`FAULTS` maps the fault names (`--fault NAME`) to their classes. Where a requirement is quoted, see
+`FAULTS` maps the fault names (`--fault NAME`) to their classes; the names, the requirement each breaks and
+its one-line summary are entries of the one fault catalogue (`conformance.catalogue.faults`), which the
+reference broker's faults come from too. Where a requirement is quoted, see
 `/work/shared/spec` for the spec text (2.5.6, 2.6.7, 2.7.4).
 """
 
@@ -17,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from ..wire import Attach, Begin, Detach, Disposition, End, Flow, Frame, Transfer, serial_add, serial_diff, serial_lt
-
-U32 = 0xFFFFFFFF
+from ..catalogue import faults as fault_catalogue
+from ..peer.state import LinkState, PeerState, SessionState, tracked
+from ..wire import Attach, Begin, Disposition, Flow, Frame, Transfer, serial_add, serial_diff, serial_lt
+from ..wire.serial import MASK
 
 
 @dataclass
@@ -31,119 +34,12 @@ class Out:
     drop: bool = False      # close both sockets instead of forwarding anything more
 
 
-# -- bookkeeping shared by every fault --------------------------------------------------------------------
+# -- bookkeeping: the peer's own (conformance.peer.state) ---------------------------------------------------
+# The proxy keeps the conversation as the broker has it: the broker's frames as it sent them ("in") and the
+# frames the broker received, as forwarded ("out"), in a PeerState seen from the peer's side. So `link_credit`
+# and `delivery_count` of a link where the broker sends are the broker's own, whatever a fault rewrote.
 
-@dataclass
-class LinkTrack:
-    name: str
-    peer_handle: int | None = None
-    broker_handle: int | None = None
-    peer_is_receiver: bool = True          # the broker is the link's sender
-    initial_delivery_count: int | None = None   # the broker's attach (broker as sender)
-    delivery_count: int | None = None      # broker-sender links: the broker's count as the proxy saw it
-    link_credit: int | None = None         # broker-sender links: the broker's credit as last reported/derived
-    in_delivery: bool = False              # a multi-frame delivery from the broker is in progress
-    data: dict = field(default_factory=dict)   # per-fault state
-
-
-@dataclass
-class SessionTrack:
-    peer_channel: int
-    broker_channel: int | None = None
-    by_peer_handle: dict = field(default_factory=dict)
-    by_broker_handle: dict = field(default_factory=dict)
-    by_name: dict = field(default_factory=dict)
-    broker_incoming_window: int | None = None
-    data: dict = field(default_factory=dict)
-
-
-def _uint(value) -> int | None:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= U32 else None
-
-
-class Tracker:
-    """Sessions and links as both sides name them (channels, handles), from the frames that pass."""
-
-    def __init__(self):
-        self.by_peer_channel: dict[int, SessionTrack] = {}
-        self.by_broker_channel: dict[int, SessionTrack] = {}
-
-    def peer_context(self, frame: Frame) -> tuple[SessionTrack | None, LinkTrack | None]:
-        s = self.by_peer_channel.get(frame.channel)
-        body = frame.body
-        handle = _uint(getattr(body, "handle", None))
-        return s, (s.by_peer_handle.get(handle) if s is not None and handle is not None else None)
-
-    def broker_context(self, frame: Frame) -> tuple[SessionTrack | None, LinkTrack | None]:
-        s = self.by_broker_channel.get(frame.channel)
-        handle = _uint(getattr(frame.body, "handle", None))
-        return s, (s.by_broker_handle.get(handle) if s is not None and handle is not None else None)
-
-    def observe_peer(self, frame: Frame) -> None:
-        """The peer's original frame (peer's numbering)."""
-        body = frame.body
-        if isinstance(body, Begin):
-            self.by_peer_channel[frame.channel] = SessionTrack(frame.channel)
-            return
-        s = self.by_peer_channel.get(frame.channel)
-        if s is None:
-            return
-        if isinstance(body, Attach):
-            handle = _uint(body.handle)
-            link = LinkTrack(str(body.name), peer_handle=handle, peer_is_receiver=bool(body.role))
-            s.by_name[link.name] = link
-            if handle is not None:
-                s.by_peer_handle[handle] = link
-        elif isinstance(body, Detach):
-            s.by_peer_handle.pop(_uint(body.handle), None)
-        elif isinstance(body, End):
-            self.by_peer_channel.pop(frame.channel, None)
-
-    def observe_broker(self, frame: Frame) -> None:
-        """The broker's original frame (broker's numbering)."""
-        body = frame.body
-        if isinstance(body, Begin):
-            s = self.by_peer_channel.get(_uint(body.remote_channel))
-            if s is not None:
-                s.broker_channel = frame.channel
-                s.broker_incoming_window = _uint(body.incoming_window)
-                self.by_broker_channel[frame.channel] = s
-            return
-        s = self.by_broker_channel.get(frame.channel)
-        if s is None:
-            return
-        if isinstance(body, Attach):
-            link = s.by_name.get(str(body.name))
-            handle = _uint(body.handle)
-            if link is None or handle is None:
-                return
-            link.broker_handle = handle
-            s.by_broker_handle[handle] = link
-            if link.peer_is_receiver:
-                link.initial_delivery_count = _uint(body.initial_delivery_count)
-                link.delivery_count = link.initial_delivery_count
-        elif isinstance(body, Transfer):
-            link = s.by_broker_handle.get(_uint(body.handle))
-            if link is not None and link.peer_is_receiver:
-                if not link.in_delivery and link.delivery_count is not None:
-                    link.delivery_count = serial_add(link.delivery_count, 1)
-                    if link.link_credit is not None:
-                        link.link_credit -= 1
-                link.in_delivery = bool(body.more) and not bool(body.aborted)
-        elif isinstance(body, Flow):
-            window = _uint(body.incoming_window)
-            if window is not None:
-                s.broker_incoming_window = window
-            link = s.by_broker_handle.get(_uint(body.handle))
-            if link is not None and link.peer_is_receiver:
-                if _uint(body.delivery_count) is not None:
-                    link.delivery_count = _uint(body.delivery_count)
-                if _uint(body.link_credit) is not None:
-                    link.link_credit = _uint(body.link_credit)
-        elif isinstance(body, Detach):
-            s.by_broker_handle.pop(_uint(body.handle), None)
-        elif isinstance(body, End):
-            self.by_broker_channel.pop(frame.channel, None)
+_uint = tracked
 
 
 # -- the faults -------------------------------------------------------------------------------------------
@@ -152,29 +48,35 @@ class Mutation:
     """No fault: every frame forwarded unchanged (the proxy still decodes and re-encodes it)."""
 
     name = "none"
-    requirement: str | None = None
+    requirement: str | None = None       # set from the fault catalogue for each fault below
     summary = "no fault: every frame decoded and re-encoded unchanged"
 
     def __init__(self):
-        self.track = Tracker()
+        self.state = PeerState()
 
     def from_peer(self, frame: Frame) -> Out:
-        s, link = self.track.peer_context(frame)
+        s = self.state.sessions.get(frame.channel)
+        handle = _uint(getattr(frame.body, "handle", None))
+        link = s.links.get(handle) if s is not None and handle is not None else None
         out = self.peer_frame(frame, s, link)
-        self.track.observe_peer(frame)
+        for forwarded in out.to_broker:          # what the broker receives
+            self.state.observe_out(forwarded)
         return out
 
     def from_broker(self, frame: Frame) -> Out:
-        s, link = self.track.broker_context(frame)
+        s = self.state.by_remote_channel.get(frame.channel)
+        handle = _uint(getattr(frame.body, "handle", None))
+        link = s.remote_links.get(handle) if s is not None and handle is not None else None
         out = self.broker_frame(frame, s, link)
-        self.track.observe_broker(frame)
+        self.state.observe_in(frame)             # what the broker sent
         return out
 
-    # hooks: s / link are the session and link the frame belongs to (None when unknown), state before it
-    def peer_frame(self, frame: Frame, s: SessionTrack | None, link: LinkTrack | None) -> Out:
+    # hooks: s / link are the session and link the frame belongs to (None when unknown), state before it;
+    # `link.is_receiver`: the peer receives on the link (the broker sends)
+    def peer_frame(self, frame: Frame, s: SessionState | None, link: LinkState | None) -> Out:
         return Out(to_broker=[frame])
 
-    def broker_frame(self, frame: Frame, s: SessionTrack | None, link: LinkTrack | None) -> Out:
+    def broker_frame(self, frame: Frame, s: SessionState | None, link: LinkState | None) -> Out:
         return Out(to_peer=[frame])
 
 
@@ -189,19 +91,14 @@ class CumulativeCredit(Mutation):
     saw, link-credit = credit left + the peer's credit)."""
 
     name = "cumulative-credit"
-    requirement = "2.6.7/credit-formula"
-    summary = "link-credit in the peer's flows added to the credit left, not set (proxy keeps the sum)"
 
     def peer_frame(self, frame, s, link):
         body = frame.body
-        if (isinstance(body, Flow) and link is not None and link.peer_is_receiver
+        if (isinstance(body, Flow) and link is not None and link.is_receiver
                 and _uint(body.link_credit) is not None and link.delivery_count is not None):
-            left = max(link.link_credit or 0, 0)
-            total = min(left + int(body.link_credit), U32)
-            link.link_credit = total
+            left = max(link.link_credit, 0)     # the broker's credit left (the forwarded flow sets it to the sum)
+            total = min(left + int(body.link_credit), MASK)
             return Out(to_broker=[_with(frame, delivery_count=link.delivery_count, link_credit=total)])
-        if isinstance(body, Flow) and link is not None and _uint(body.link_credit) is not None:
-            link.link_credit = int(body.link_credit)     # before the broker's attach: nothing to add to yet
         return Out(to_broker=[frame])
 
 
@@ -209,8 +106,6 @@ class DrainStripped(Mutation):
     """The drain flag of the peer's flows never reaches the broker."""
 
     name = "drain-stripped"
-    requirement = "2.6.7/drain-advance"
-    summary = "drain flag removed from the peer's flows"
 
     def peer_frame(self, frame, s, link):
         if isinstance(frame.body, Flow) and frame.body.drain:
@@ -222,8 +117,6 @@ class EchoStripped(Mutation):
     """The echo flag of the peer's flows never reaches the broker, so its state is never sent back."""
 
     name = "echo-stripped"
-    requirement = "2.7.4/echo"
-    summary = "echo flag removed from the peer's flows (SHOULD: shows as non-strict)"
 
     def peer_frame(self, frame, s, link):
         if isinstance(frame.body, Flow) and frame.body.echo:
@@ -237,21 +130,19 @@ class DeliveryCountShifted(Mutation):
     the peer meant (only the reported count is wrong)."""
 
     name = "delivery-count-shifted"
-    requirement = "2.7.4/sender-delivery-count-set"
-    summary = "delivery-count in the broker's (sender's) flows shifted by +1; the peer's flows shifted back"
     SHIFT = 1
 
     def broker_frame(self, frame, s, link):
         body = frame.body
-        if isinstance(body, Flow) and link is not None and link.peer_is_receiver and \
+        if isinstance(body, Flow) and link is not None and link.is_receiver and \
                 _uint(body.delivery_count) is not None:
-            link.data["shifted"] = True
+            link.extra["shifted"] = True
             return Out(to_peer=[_with(frame, delivery_count=serial_add(int(body.delivery_count), self.SHIFT))])
         return Out(to_peer=[frame])
 
     def peer_frame(self, frame, s, link):
         body = frame.body
-        if isinstance(body, Flow) and link is not None and link.data.get("shifted") and \
+        if isinstance(body, Flow) and link is not None and link.extra.get("shifted") and \
                 _uint(body.delivery_count) is not None:
             return Out(to_broker=[_with(frame, delivery_count=serial_add(int(body.delivery_count), -self.SHIFT))])
         return Out(to_broker=[frame])
@@ -262,14 +153,12 @@ class IncomingWindowRaised(Mutation):
     broker that honours the window it was told still sends more transfer frames than the peer allowed."""
 
     name = "incoming-window-raised"
-    requirement = "2.5.6/remote-incoming-window-decrement"
-    summary = "the peer's incoming-window in begin and flow raised by 10000"
     RAISE = 10000
 
     def peer_frame(self, frame, s, link):
         body = frame.body
         if isinstance(body, (Begin, Flow)) and _uint(body.incoming_window) is not None:
-            return Out(to_broker=[_with(frame, incoming_window=min(int(body.incoming_window) + self.RAISE, U32))])
+            return Out(to_broker=[_with(frame, incoming_window=min(int(body.incoming_window) + self.RAISE, MASK))])
         return Out(to_broker=[frame])
 
 
@@ -279,13 +168,11 @@ class AlarmDropsConnection(Mutation):
     of forwarding the flow: throttling by a dropped connection rather than by flow control."""
 
     name = "alarm-drops-connection"
-    requirement = "2.5.6/incoming-window"
-    summary = "a broker flow closing the incoming-window (alarm) replaced by a dropped connection"
 
     def broker_frame(self, frame, s, link):
         body = frame.body
         if isinstance(body, Flow) and s is not None and _uint(body.incoming_window) == 0 \
-                and (s.broker_incoming_window or 0) > 0:
+                and (s.remote_window_announced or 0) > 0:
             return Out(drop=True)
         return Out(to_peer=[frame])
 
@@ -302,23 +189,21 @@ class TransferBeyondCredit(Mutation):
     delivery-count are shifted back, and dispositions lose the injected ids (ranges are split)."""
 
     name = "transfer-beyond-credit"
-    requirement = "2.6.7/no-send-without-credit"
-    summary = "one extra transfer (a copy of the last message) injected once the delivery-limit is reached"
 
     # session data: id_shift, frame_shift, injected_p (peer-view ids), dup_after_b (broker ids duplicated),
     #               next_p (next peer-view delivery-id)
     # link data:    count_shift, dc_p (peer-view delivery-count), limit_p, armed, current, last_message
 
     @staticmethod
-    def _sdata(s: SessionTrack) -> dict:
-        d = s.data
+    def _sdata(s: SessionState) -> dict:
+        d = s.extra
         if not d:
             d.update(id_shift=0, frame_shift=0, injected_p=[], dup_after_b=[], next_p=None)
         return d
 
     @staticmethod
-    def _ldata(link: LinkTrack) -> dict:
-        d = link.data
+    def _ldata(link: LinkState) -> dict:
+        d = link.extra
         if not d:
             d.update(count_shift=0, dc_p=None, limit_p=None, pending_credit=None, armed=False, current=[],
                      last_message=None, last_b=None)
@@ -332,8 +217,8 @@ class TransferBeyondCredit(Mutation):
             return Out(to_peer=[frame])
         sd = self._sdata(s)
         if isinstance(body, Attach) and link is None:
-            named = s.by_name.get(str(body.name))
-            if named is not None and named.peer_is_receiver:
+            named = s.link_by_name(body.name)
+            if named is not None and named.is_receiver:
                 ld = self._ldata(named)
                 ld["dc_p"] = _uint(body.initial_delivery_count)
                 if ld["pending_credit"] is not None and ld["dc_p"] is not None:
@@ -349,7 +234,7 @@ class TransferBeyondCredit(Mutation):
                     changes["delivery_id"] = p_id
             mapped = _with(frame, **changes) if changes else frame
             out = Out(to_peer=[mapped])
-            if link is not None and link.peer_is_receiver:
+            if link is not None and link.is_receiver:
                 ld = self._ldata(link)
                 if not link.in_delivery:
                     ld["current"] = []
@@ -369,7 +254,7 @@ class TransferBeyondCredit(Mutation):
             if sd["frame_shift"] and _uint(body.next_outgoing_id) is not None:
                 changes["next_outgoing_id"] = serial_add(int(body.next_outgoing_id), sd["frame_shift"])
             inject = []
-            if link is not None and link.peer_is_receiver:
+            if link is not None and link.is_receiver:
                 ld = self._ldata(link)
                 if _uint(body.delivery_count) is not None:
                     dc_p = serial_add(int(body.delivery_count), ld["count_shift"])
@@ -389,7 +274,7 @@ class TransferBeyondCredit(Mutation):
             return Out(to_peer=[_with(frame, **changes)] if sd["id_shift"] else [frame])
         return Out(to_peer=[frame])
 
-    def _inject(self, s: SessionTrack, link: LinkTrack) -> list:
+    def _inject(self, s: SessionState, link: LinkState) -> list:
         sd, ld = self._sdata(s), self._ldata(link)
         if sd["next_p"] is None:
             return []
@@ -428,7 +313,7 @@ class TransferBeyondCredit(Mutation):
             changes = {}
             if sd["frame_shift"] and _uint(body.next_incoming_id) is not None:
                 changes["next_incoming_id"] = serial_add(int(body.next_incoming_id), -sd["frame_shift"])
-            if link is not None and link.peer_is_receiver:
+            if link is not None and link.is_receiver:
                 ld = self._ldata(link)
                 count = _uint(body.delivery_count)
                 credit = _uint(body.link_credit)
@@ -471,6 +356,9 @@ FAULTS: dict[str, type[Mutation]] = {cls.name: cls for cls in (
     CumulativeCredit, DrainStripped, EchoStripped, DeliveryCountShifted, IncomingWindowRaised,
     TransferBeyondCredit, AlarmDropsConnection,
 )}
+for _cls in FAULTS.values():          # what each breaks is the catalogue's word, written once
+    _cls.requirement = fault_catalogue.get(_cls.name).requirement
+    _cls.summary = fault_catalogue.get(_cls.name).summary
 
 
 def mutation_for(name: str | None) -> type[Mutation]:

@@ -6,20 +6,55 @@ through byte for byte (nothing is decoded before the AMQP protocol header; a TLS
 connection to a raw byte pipe). After the AMQP header every frame is decoded with our codec, handed to the
 connection's `Mutation` (conformance.mutants.faults, sans-IO) and re-encoded. A frame our codec cannot
 decode is forwarded as it came. Nothing the proxy sees is logged, so SASL credentials never leave it.
+
+A `Transport` fault (issue #14) breaks the network instead of the protocol: `delay` holds every frame (and
+header) for that long before it is written on, in both directions and in order (latency, not a slower
+pipe); `reset` and `stall` fire at the trigger, the first frame the peer sends after the broker attached a
+link (the case has set up its link and now acts): `reset` closes both sockets with a TCP reset (RST, what a
+crashed middlebox or a dead host's router gives), `stall` forwards nothing any more in either direction and
+leaves both sockets open (the broker stops reading; the peer's bytes vanish) until the peer closes.
 """
 
 from __future__ import annotations
 
 import queue
 import socket
+import struct
 import threading
+import time
 from dataclasses import dataclass
 
-from ..wire import DecodeError, EncodeError, decode_frame, encode_frame
+from ..catalogue import faults as fault_catalogue
+from ..run.options import RunOptions
+from ..wire import Attach, DecodeError, EncodeError, decode_frame, encode_frame
 from .faults import Mutation, mutation_for
 
 _CLOSE = object()   # writer: flush, then half-close (the other side ended its stream)
 _DROP = object()    # writer: flush, then drop (a fault dropped the connection: FIN to the peer, cut the broker)
+
+
+@dataclass(frozen=True)
+class Transport:
+    """A fault of the network between the peer and the broker (names and expectations: the fault catalogue,
+    conformance.catalogue.faults)."""
+
+    name: str
+    delay: float = 0.0          # seconds each frame is held before it is written on (both directions)
+    reset: bool = False         # at the trigger: TCP reset on both sockets
+    stall: bool = False         # from the trigger on: nothing forwarded, sockets left open
+
+    @property
+    def fires(self) -> bool:
+        """The fault acts at a trigger (reset, stall) rather than on every frame (delay)."""
+        return self.reset or self.stall
+
+
+def transport_for(name: str) -> Transport:
+    """The Transport of the fault catalogue's transport fault `name` (KeyError for any other name)."""
+    entry = fault_catalogue.get(name)
+    if entry.kind != "transport":
+        raise KeyError(f"{name} is not a transport fault")
+    return Transport(entry.name, delay=entry.delay, reset=entry.reset, stall=entry.stall)
 
 
 @dataclass
@@ -34,6 +69,8 @@ class ProxyStats:
     rewritten: int = 0         # frames the fault changed, added or removed
     drops: int = 0
     errors: int = 0            # a fault raised (a bug in the fault): the connection was cut
+    resets: int = 0            # transport fault: connections reset at the trigger
+    stalls: int = 0            # transport fault: connections stalled at the trigger
 
 
 class _Splitter:
@@ -84,8 +121,9 @@ class _Splitter:
 class _Writer:
     """One socket's outgoing bytes, written in order by its own thread (readers never block on a send)."""
 
-    def __init__(self, sock: socket.socket, on_drop, on_error):
+    def __init__(self, sock: socket.socket, on_drop, on_error, delay: float = 0.0):
         self.sock = sock
+        self.delay = delay
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.on_drop = on_drop
         self.on_error = on_error
@@ -93,11 +131,14 @@ class _Writer:
         self.thread.start()
 
     def put(self, item) -> None:
-        self.queue.put(item)
+        self.queue.put((time.monotonic() + self.delay, item))
 
     def _run(self) -> None:
         while True:
-            item = self.queue.get()
+            due, item = self.queue.get()
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)  # bounded-wait-ok: the transport fault's deliberate per-frame delay (<= delay)
             if item is _CLOSE:
                 _quietly(lambda: self.sock.shutdown(socket.SHUT_WR))
                 return
@@ -119,13 +160,18 @@ class _Connection:
         self.peer_sock = peer_sock
         self.broker_sock = broker_sock
         self.mutation: Mutation = proxy.mutation_class()
+        self.transport: Transport | None = proxy.transport
         self.stats = ProxyStats(connections=1)
         self.lock = threading.Lock()
         self.dropped = False
+        self.stalled = False
+        self.attached = False       # the broker attached a link: the next frame from the peer is the trigger
         # a dropped connection: the peer gets a clean end of stream (what a broker closing its socket gives;
         # the proxy reads and discards whatever the peer still sends), the broker loses its socket at once
-        self.to_peer = _Writer(peer_sock, lambda: _quietly(lambda: peer_sock.shutdown(socket.SHUT_WR)), self.cut)
-        self.to_broker = _Writer(broker_sock, lambda: _close_hard(broker_sock), self.cut)
+        delay = self.transport.delay if self.transport is not None else 0.0
+        self.to_peer = _Writer(peer_sock, lambda: _quietly(lambda: peer_sock.shutdown(socket.SHUT_WR)), self.cut,
+                               delay)
+        self.to_broker = _Writer(broker_sock, lambda: _close_hard(broker_sock), self.cut, delay)
         self.threads = [threading.Thread(target=self._pump, args=(peer_sock, True), daemon=True,
                                          name="mutant-proxy-from-peer"),
                         threading.Thread(target=self._pump, args=(broker_sock, False), daemon=True,
@@ -138,6 +184,19 @@ class _Connection:
         self.dropped = True
         for sock in (self.peer_sock, self.broker_sock):
             _close_hard(sock)
+
+    def _fire(self) -> None:
+        """The transport fault at its trigger (called with the lock held)."""
+        if self.transport.reset:
+            self.stats.resets += 1
+            self.proxy.note_transport_event()
+            self.dropped = True
+            for sock in (self.peer_sock, self.broker_sock):
+                _reset(sock)
+        else:
+            self.stats.stalls += 1
+            self.proxy.note_transport_event()
+            self.stalled = True
 
     def _pump(self, src: socket.socket, from_peer: bool) -> None:
         splitter = _Splitter()
@@ -152,6 +211,8 @@ class _Connection:
             if not data:
                 if self.dropped:
                     _quietly(src.close)
+                elif self.stalled:
+                    self.cut()          # the peer gave up on the stalled connection: let the broker go too
                 else:
                     same.put(_CLOSE)
                 return
@@ -163,6 +224,8 @@ class _Connection:
                     if from_peer:
                         continue      # discarded until the peer closes its end
                     return
+                if self.stalled:
+                    continue          # a stalled connection forwards nothing, in either direction
                 for item in splitter.feed(data):
                     if item[0] == "raw":
                         forward.append(item[1])
@@ -180,6 +243,12 @@ class _Connection:
                         stats.passthrough += 1
                         continue
                     stats.frames += 1
+                    if self.transport is not None and self.transport.fires:
+                        if not from_peer and isinstance(frame.body, Attach):
+                            self.attached = True
+                        elif from_peer and self.attached:
+                            self._fire()
+                            break
                     try:
                         out = self.mutation.from_peer(frame) if from_peer else self.mutation.from_broker(frame)
                     except Exception as exc:      # a bug in a fault: never forward a half-rewritten stream
@@ -198,6 +267,8 @@ class _Connection:
                         forward.append(self._encode(f, raw if f is frame else None))
                     for f in behind:
                         back.append(self._encode(f, None))
+                if self.dropped and not drop:   # reset at the trigger: nothing more to write
+                    return
                 if drop:
                     self.dropped = True
                 if forward:
@@ -236,15 +307,19 @@ class MutantProxy:
     """`with MutantProxy("127.0.0.1", 5672, fault="drain-stripped") as proxy: ... proxy.port ...`
 
     Listens on 127.0.0.1 (a free port unless given); each accepted connection gets its own upstream
-    connection to (host, port) and a fresh Mutation of the fault (None / "none": transparent)."""
+    connection to (host, port) and a fresh Mutation of the fault (None / "none": transparent); `transport`
+    adds a fault of the network (delay, reset, stall) to every connection; `connect_timeout` (default the
+    run's, RunOptions.connect_timeout) bounds each upstream connect."""
 
-    def __init__(self, host: str, port: int, fault: str | None = None, *, listen_port: int = 0,
-                 connect_timeout: float = 5.0):
+    def __init__(self, host: str, port: int, fault: str | None = None, *, transport: Transport | None = None,
+                 listen_port: int = 0, connect_timeout: float | None = None):
         self.upstream = (host, port)
         self.fault = fault or "none"
         self.mutation_class = mutation_for(fault)
+        self.transport = transport
+        self.transport_events = 0               # resets / stalls fired so far (over every connection)
         self.listen_port = listen_port
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = RunOptions().connect_timeout if connect_timeout is None else connect_timeout
         self.connections: list[_Connection] = []
         self._finished: list[_Connection] = []
         self._listener: socket.socket | None = None
@@ -253,6 +328,10 @@ class MutantProxy:
         self._lock = threading.Lock()
         self.port = 0
         self.last_error: str | None = None     # what the last failing fault raised (no frame content)
+
+    def note_transport_event(self) -> None:
+        with self._lock:
+            self.transport_events += 1
 
     def start(self) -> "MutantProxy":
         self._listener = socket.create_server(("127.0.0.1", self.listen_port))
@@ -314,6 +393,14 @@ class MutantProxy:
     @property
     def address(self) -> tuple[str, int]:
         return ("127.0.0.1", self.port)
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with a TCP reset (RST) instead of an orderly FIN: linger on with timeout zero; SHUT_RD first
+    wakes a reader thread blocked on the socket (it sends nothing), so the close really happens."""
+    _quietly(lambda: sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)))
+    _quietly(lambda: sock.shutdown(socket.SHUT_RD))
+    _quietly(sock.close)
 
 
 def _close_hard(sock: socket.socket) -> None:

@@ -15,12 +15,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import catalogue
+from ..catalogue import faults as fault_catalogue
 from ..run.engine import Outcome, Plan, execute
 from ..run.options import RunOptions
 from ..run.targets import Target
-from .faults import FAULTS
 from .handle import ProxiedBroker
+from .proxy import Transport, transport_for
 
 DIRECT = "direct"
 PROXY = "proxy"
@@ -30,26 +30,36 @@ SHORT = {"pass": "pass", "fail": "FAIL", "non-strict": "n-s", "informational": "
 
 
 class SelfcheckProxy(ProxiedBroker):
-    """The broker behind a mutant proxy (fault None: transparent), named after its configuration; a case
-    during which the proxy hit an error says so in its observations."""
+    """The broker behind a mutant proxy (fault None: transparent; or a transport fault), named after its
+    configuration; a case during which the proxy hit an error, or its transport fault fired, says so in its
+    observations (`proxy_error`, `transport_fault`): the matrix reads them, the verdict is the suite's own."""
 
-    def __init__(self, broker, fault: str | None, label: str):
-        super().__init__(broker, fault)
+    def __init__(self, broker, fault: str | None, label: str, transport: Transport | None = None):
+        super().__init__(broker, fault, transport=transport)
         self.name = label
         self._errors_seen = 0
+        self._events_seen = 0
 
     def annotate(self, result) -> None:
         errors = self.proxy.stats.errors
         if errors > self._errors_seen:
             result.observations["proxy_error"] = self.proxy.last_error
         self._errors_seen = errors
+        events = self.proxy.transport_events
+        if events > self._events_seen:
+            result.observations["transport_fault"] = f"{self.proxy.transport.name} fired on " \
+                                                     f"{events - self._events_seen} connection(s)"
+        self._events_seen = events
 
     def close(self) -> None:
         self.stop_proxy()
 
 
 def proxied(broker, config: str, label: str) -> SelfcheckProxy:
-    """The wrapper the selfcheck targets name (conformance.run.targets.Target.wrap)."""
+    """The wrapper the selfcheck targets name (conformance.run.targets.Target.wrap): `config` is "proxy" (no
+    fault), a protocol fault or a transport fault of the catalogue."""
+    if config != PROXY and fault_catalogue.get(config).kind == "transport":
+        return SelfcheckProxy(broker, None, label, transport=transport_for(config))
     return SelfcheckProxy(broker, None if config == PROXY else config, label)
 
 
@@ -93,8 +103,11 @@ def run_selfcheck(broker, cases: list, faults: list[str], *, options: RunOptions
                 if direct.get(cid) == verdict:
                     outcome.run.drop_transcripts(cid, targets[config].label)
     identity = (outcome.run.read_meta().get("brokers") or {}).get(name, {})
-    report = build_report({"name": name, "product": identity.get("product"), "version": identity.get("version")},
-                          case_ids, faults, runs, options)
+    who = {"name": name, "product": identity.get("product"), "version": identity.get("version")}
+    if faults and all(fault_catalogue.get(f).kind == "transport" for f in faults):
+        report = build_transport_report(who, case_ids, faults, runs, options)
+    else:
+        report = build_report(who, case_ids, faults, runs, options)
     write_report(outcome.run.path, report)
     return report, outcome
 
@@ -110,12 +123,11 @@ def build_report(broker: dict, case_ids: list[str], faults: list[str], runs: dic
     transparency = _flips(verdicts[DIRECT], verdicts[PROXY])
     fault_rows = {}
     for name in faults:
-        cls = FAULTS[name]
+        entry = fault_catalogue.get(name)
         flips = _flips(verdicts[PROXY], verdicts[name])
-        req = catalogue.get(cls.requirement)
         records = runs[name]["records"]
         fault_rows[name] = {
-            "requirement": cls.requirement, "level": req.level, "summary": cls.summary,
+            "requirement": entry.requirement, "level": entry.level, "summary": entry.summary,
             "detected": any(b in DETECTING for _, b in flips.values()),
             "all_green": all(v not in DETECTING + ("error",) for v in verdicts[name].values()),
             "flipped": {c: {"from": a, "to": b, "violated": records.get(c, {}).get("violated"),
@@ -137,10 +149,121 @@ def build_report(broker: dict, case_ids: list[str], faults: list[str], runs: dic
     }
 
 
+def build_transport_report(broker: dict, case_ids: list[str], faults: list[str], runs: dict[str, dict],
+                           options: RunOptions) -> dict:
+    """The transport matrix: per transport fault and case, the verdict, whether the fault fired during the
+    case, what the verdict must be (the catalogue's `expect`: "unchanged" = the direct run's verdict; "error"
+    where the fault fired, the direct verdict where it did not) and whether it is."""
+    verdicts = {config: {c: run["verdicts"].get(c, "error") for c in case_ids} for config, run in runs.items()}
+    direct = verdicts[DIRECT]
+    transparency = _flips(direct, verdicts[PROXY])
+    rows = {}
+    for name in faults:
+        entry = fault_catalogue.get(name)
+        records = runs[name]["records"]
+        fired = {c for c in case_ids if (records.get(c, {}).get("observations") or {}).get("transport_fault")}
+        expected = {c: "error" if entry.expect == "error" and c in fired else direct[c] for c in case_ids}
+        got = verdicts[name]
+        # a case the fault did not hit may still end in error under a reset or stall (the broker slowed down by
+        # the connections cut before it): honest, never a lie, and listed apart; any other difference is wrong
+        collateral = {c: (records.get(c, {}).get("reason") or "")[:200] for c in case_ids
+                      if entry.expect == "error" and c not in fired and got[c] == "error" != expected[c]}
+        wrong = {c: {"expected": expected[c], "got": got[c], "reason": (records.get(c, {}).get("reason") or "")[:200]}
+                 for c in case_ids if got[c] != expected[c] and c not in collateral}
+        rows[name] = {"summary": entry.summary, "expect": entry.expect, "fired": sorted(fired),
+                      "as_expected": len(case_ids) - len(wrong) - len(collateral), "wrong": wrong,
+                      "collateral_errors": collateral, "duration_s": round(runs[name]["duration_s"], 1)}
+    return {
+        "kind": "transport", "broker": broker["name"], "product": broker.get("product"),
+        "version": broker.get("version"), "workers": options.workers,
+        "options": {"frame_timeout": options.frame_timeout, "quiet_period": options.quiet_period},
+        "cases": list(case_ids), "verdicts": verdicts,
+        "durations_s": {config: round(run["duration_s"], 1) for config, run in runs.items()},
+        "transparent": not transparency,
+        "proxy_vs_direct": {c: {"direct": a, "proxy": b} for c, (a, b) in transparency.items()},
+        "transport": rows,
+        "ok": not transparency and all(not row["wrong"] for row in rows.values()),
+    }
+
+
+def _transport_cell(report: dict, name: str, case_id: str) -> str:
+    """`.`: as expected and unchanged; `ERROR`: the expected error of a fault that fired; `ERROR*`: an error in
+    a case the fault did not hit (collateral, never a lie); a verdict with `!`: not what it must be."""
+    row = report["transport"][name]
+    got = report["verdicts"][name][case_id]
+    if case_id in row["wrong"]:
+        return SHORT[got] + "!"
+    if case_id in row.get("collateral_errors", {}):
+        return SHORT[got] + "*"
+    return SHORT[got] if got != report["verdicts"][DIRECT][case_id] else "."
+
+
+def render_transport_markdown(report: dict) -> str:
+    names = list(report["transport"])
+    lines = [f"# Transport selfcheck against {report['broker']}"
+             + (f" ({report['product']} {report['version']})" if report.get("product") else ""), "",
+             f"{len(report['cases'])} cases, {report['workers']} worker(s), frame timeout "
+             f"{report['options']['frame_timeout']:g} s, quiet period {report['options']['quiet_period']:g} s; runs: "
+             "direct, through the proxy without fault, and through the proxy once per transport fault.", "",
+             "| transport fault | what | verdicts must be | fired in | as expected |", "|---|---|---|---|---|"]
+    for name, row in report["transport"].items():
+        lines.append(f"| {name} | {row['summary']} | {row['expect']} | {len(row['fired'])} cases "
+                     f"| {row['as_expected']} of {len(report['cases'])} |")
+    lines += ["", "Cells: `.` = same verdict as direct; `ERROR` = the expected error where the fault fired; "
+              "`ERROR*` = an error where it did not fire (collateral: never pass or fail); `!` = not what it must be.",
+              ""]
+    lines.append("| case | direct | proxy | " + " | ".join(names) + " |")
+    lines.append("|---" * (3 + len(names)) + "|")
+    for c in report["cases"]:
+        proxy = report["verdicts"][PROXY][c]
+        cells = [report["verdicts"][DIRECT][c], "." if proxy == report["verdicts"][DIRECT][c] else proxy + "!"]
+        lines.append(f"| {c} | " + " | ".join(cells + [_transport_cell(report, n, c) for n in names]) + " |")
+    collateral = [(n, c, why) for n, row in report["transport"].items()
+                  for c, why in row.get("collateral_errors", {}).items()]
+    if collateral:
+        lines += ["", "## Errors where the fault did not fire", ""]
+        lines += [f"- {n} {c}: {why}" for n, c, why in collateral]
+    wrong = [(n, c, w) for n, row in report["transport"].items() for c, w in row["wrong"].items()]
+    if wrong:
+        lines += ["", "## Not as expected", ""]
+        lines += [f"- {n} {c}: {w['got']} where {w['expected']} was due: {w['reason']}" for n, c, w in wrong]
+    return "\n".join(lines) + "\n"
+
+
+def render_transport_text(report: dict) -> str:
+    names = list(report["transport"])
+    width = 7
+    cols = ["direct", "proxy"] + [f"T{i + 1}" for i in range(len(names))]
+    out = ["", "transport matrix (T<n>: `.` = same verdict as direct, ERROR = expected where the fault fired, "
+               "ERROR* = error where it did not fire, `!` = not what it must be)"]
+    must = {"unchanged": "verdicts must be unchanged", "error": "error where it fired, else unchanged"}
+    out += [f"  T{i + 1} = {n}: {report['transport'][n]['summary']} ({must[report['transport'][n]['expect']]})"
+            for i, n in enumerate(names)]
+    out.append("  " + f"{'case':<10}" + "".join(f"{c:>{width + 1}}" for c in cols))
+    for c in report["cases"]:
+        proxy = report["verdicts"][PROXY][c]
+        cells = [SHORT[report["verdicts"][DIRECT][c]],
+                 "." if proxy == report["verdicts"][DIRECT][c] else SHORT[proxy] + "!"]
+        cells += [_transport_cell(report, n, c) for n in names]
+        out.append("  " + f"{c:<10}" + "".join(f"{x:>{width + 1}}" for x in cells))
+    out.append("")
+    out.append("proxy without fault: " + ("same verdicts as direct" if report["transparent"] else
+                                          f"{len(report['proxy_vs_direct'])} verdict(s) differ from direct"))
+    for n, row in report["transport"].items():
+        extra = len(row.get("collateral_errors", {}))
+        out.append(f"{n}: fired in {len(row['fired'])} case(s); {row['as_expected']} of {len(report['cases'])} "
+                   f"verdicts as they must be ({row['expect']})" + (f", {extra} error(s) where it did not fire"
+                                                                     if extra else "")
+                   + f"; {len(row['wrong'])} wrong; {row['duration_s']:.1f} s of cases")
+    out.append("transport faults handled: " + ("yes" if report["ok"] else "NO"))
+    return "\n".join(out)
+
+
 def write_report(path: Path, report: dict) -> None:
     path = Path(path)
     (path / "selfcheck.json").write_text(json.dumps(report, indent=2, sort_keys=True), "utf-8")
-    (path / "selfcheck.md").write_text(render_markdown(report), "utf-8")
+    markdown = render_transport_markdown(report) if report.get("kind") == "transport" else render_markdown(report)
+    (path / "selfcheck.md").write_text(markdown, "utf-8")
 
 
 def render_markdown(report: dict) -> str:

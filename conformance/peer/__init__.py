@@ -13,23 +13,30 @@ for except heartbeats (empty frames at half the other side's idle-time-out, reco
   `expect_header()`; `mark()`, `pending()`, `received(Kind)`, `arrived`; `settle(peer, quiet)` waits
   (bounded) until the other side stops sending on its own.
 - Server role: `PeerServer(host, port, tls=ServerTLS(cert, key)).accept()` -> Peer; `peer.server_handshake()`.
+- How the connection ended: `peer.ending` (None while open; "close-frame", "fin", "reset", "socket-error"),
+  also `ConnectionLost.how`. A non-AMQP answer to our header is `NotAmqp` (exit 15); a frame above the
+  max-frame-size we announced (512 before our open) is `MalformedInput` (exit 11).
+- Modules: connection (Peer, frame builders), transport, inbound (sans-IO), expectations, handshake, server.
 - `Transcript`: every header and frame in and out, redacted; `to_json()` and `ladder()`.
 """
 
-from .connection import Peer, TLSOptions, Timeouts, matches
+from .connection import Peer, TLSOptions, Timeouts
 from .errors import (
-    ConnectFailed, ConnectionLost, ExpectationTimeout, MalformedInput, PeerError, SaslFailed, ScriptError,
+    ConnectFailed, ConnectionLost, ExpectationTimeout, MalformedInput, NotAmqp, PeerError, SaslFailed, ScriptError,
     UnexpectedFrame,
 )
 from .ladder import summarize
+from .expectations import matches
+from .handshake import client_handshake, server_handshake
 from .quiet import settle
-from .server import PeerServer, ServerTLS, server_handshake
+from .server import PeerServer, ServerTLS
 from .state import LinkState, PeerState, SessionState
 from .transcript import SCHEMA, Entry, Transcript
 from .url import BrokerAddress, parse_url
 
 __all__ = [
-    "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
+    "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "client_handshake", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
     "LinkState", "BrokerAddress", "parse_url", "PeerError", "ExpectationTimeout", "UnexpectedFrame",
-    "ConnectionLost", "MalformedInput", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches", "settle",
+    "ConnectionLost", "MalformedInput", "NotAmqp", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches",
+    "settle",
 ]

@@ -6,7 +6,7 @@ All are `PeerError`s. Connection-level failures (unreachable, authentication, un
 
 from __future__ import annotations
 
-from ..errors import AuthenticationFailed, BrokerUnreachable, MalformedFrame
+from ..errors import AuthenticationFailed, BrokerUnreachable, MalformedFrame, NotAmqpServer
 
 SHOWN = 12   # how many of the most recent arrivals an error message lists
 
@@ -44,12 +44,29 @@ class UnexpectedFrame(PeerError):
         super().__init__(f"{description}: got {describe(frame)}")
 
 
+# How a connection ended (`ConnectionLost.how`, `Peer.ending`): the other side sent its close frame and then
+# closed the socket; closed the socket without a close frame (TCP FIN); reset it (TCP RST, also what a
+# process killed with unread bytes in its socket gives); or another socket error.
+CLOSE_FRAME, FIN, RESET, SOCKET_ERROR = "close-frame", "fin", "reset", "socket-error"
+
+_HOW = {
+    CLOSE_FRAME: "closed by the other side after its close frame",
+    FIN: "closed by the other side without a close frame (FIN)",
+    RESET: "reset by the other side (RST)",
+    SOCKET_ERROR: "lost (socket error)",
+}
+
+
 class ConnectionLost(PeerError):
-    def __init__(self, description: str, arrived: list):
+    """The connection ended while the script waited or sent. `how` is one of CLOSE_FRAME, FIN, RESET,
+    SOCKET_ERROR (None when it is not known)."""
+
+    def __init__(self, description: str, arrived: list, how: str | None = None):
         self.description = description
         self.arrived = arrived
-        super().__init__(f"connection closed by the other side while waiting for {description}; "
-                         f"{arrivals(arrived)}")
+        self.how = how
+        ended = _HOW.get(how, "closed by the other side")
+        super().__init__(f"connection {ended} while waiting for {description}; {arrivals(arrived)}")
 
 
 class MalformedInput(PeerError, MalformedFrame):
@@ -65,6 +82,26 @@ class MalformedInput(PeerError, MalformedFrame):
                f"the bytes received: {raw[:32].hex()}{'...' if len(raw) > 32 else ''}")
         PeerError.__init__(self, msg)
         MalformedFrame.__init__(self, msg)
+
+
+class NotAmqp(PeerError, NotAmqpServer):
+    """The other side answered with bytes that are not an AMQP protocol header (an HTTP server, say)."""
+
+    def __init__(self, who: str, data: bytes, role: str = "server", answer: str | None = None):
+        self.data = bytes(data)
+        msg = (f"{who} is not an AMQP 1.0 {role}: it answered {answer or excerpt(data)}; check the host and "
+               f"port (AMQP 1.0 listens on 5672, or 5671 for amqps://)")
+        PeerError.__init__(self, msg)
+        NotAmqpServer.__init__(self, msg)
+
+
+def excerpt(data: bytes, limit: int = 80) -> str:
+    """The start of `data` as printable text in quotes: runs of whitespace (line breaks too) as one space,
+    other unprintable bytes as \\xNN, at most `limit` characters."""
+    text = "".join(chr(b) if 32 <= b < 127 else " " if chr(b).isspace() else f"\\x{b:02x}" for b in bytes(data))
+    text = " ".join(text.split())
+    cut = text[:limit]
+    return f'"{cut}{"..." if len(text) > limit else ""}"'
 
 
 class ConnectFailed(PeerError, BrokerUnreachable):

@@ -2,7 +2,7 @@
 
 The suite's own tests use it to stand in for a broker that misbehaves in exactly one way. The accepted
 connection is an ordinary `Peer` (same script API, same transcript); `server_handshake()` plays the
-broker's half of header / SASL / open. Like the client role it never sends a frame on its own, except
+broker's half of header / SASL / open (handshake.py). Like the client role it never sends a frame on its own, except
 heartbeats when the client's open asked for an idle-time-out.
 """
 
@@ -13,8 +13,6 @@ import ssl
 from dataclasses import dataclass
 
 from ..errors import PortInUse
-from ..wire import AMQP_HEADER, SASL_HEADER, Open, SaslInit, SaslMechanisms, SaslOutcome, Symbol
-from ..wire.frames import PROTOCOL_SASL, SASL_FRAME
 from .connection import Peer, Timeouts
 from .errors import ExpectationTimeout
 from .tls import TlsStream
@@ -91,26 +89,3 @@ class PeerServer:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def server_handshake(peer: Peer, *, mechanisms=("ANONYMOUS", "PLAIN"), sasl_code: int = 0,
-                     **open_fields) -> Open | None:
-    """The broker's half: answer the client's protocol header(s) (with SASL mechanisms and the outcome
-    `sasl_code` when it starts with SASL), then answer its open with ours (`open_fields` override).
-    Returns the client's open (None when the SASL outcome was a failure). The client's sasl-init is kept
-    in `peer.client_sasl_init`. Starts heartbeats if the client's open asked for an idle-time-out."""
-    header = peer.expect_header()
-    if header.protocol_id == PROTOCOL_SASL:
-        peer.send_header(SASL_HEADER)
-        peer.send(SaslMechanisms(sasl_server_mechanisms=[Symbol(m) for m in mechanisms]), frame_type=SASL_FRAME)
-        peer.client_sasl_init = peer.expect(SaslInit).body
-        peer.send(SaslOutcome(code=sasl_code), frame_type=SASL_FRAME)
-        if sasl_code != 0:
-            return None
-        peer.expect_header(0)
-    peer.send_header(AMQP_HEADER)
-    client_open = peer.expect(Open).body
-    peer.open(**open_fields)
-    peer.remote_open = client_open
-    peer.start_heartbeats(client_open.idle_time_out)
-    return client_open

@@ -7,22 +7,29 @@ scripts use it for assertions. It works in both roles (client or scripted broker
 
 It never sends anything, never decides a verdict, and never raises on odd frames: negative cases send
 wrong types and missing fields on purpose, so a value it cannot use is simply not tracked.
+
+It is the one session and link bookkeeping of the package: the scripted peer, the mutant proxy
+(`conformance.mutants.faults`: the conversation as the broker has it) and the reference broker
+(`conformance.selftest.engine`) all keep their sessions and links here; serial arithmetic is
+`conformance.wire.serial`'s. The flow-control model (`conformance.model`) keeps its own on purpose: it
+judges what this bookkeeping helps to produce. tests/test_layers.py checks that no second copy appears.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..wire import Attach, Begin, Detach, End, Flow, Frame, Transfer, serial_add, serial_diff
+from ..wire import Attach, Begin, Detach, End, Flow, Frame, Transfer, in_uint_range, serial_add
+from ..wire import serial_room as _room      # never raises: odd values must not kill the reader tracking them
 
-SERIAL_MOD = 1 << 32
+
+def tracked(value) -> int | None:
+    """An int for a tracked field, or None when the frame carries something unusable there (a wrong type,
+    a value outside uint): negative cases send those on purpose."""
+    return int(value) if in_uint_range(value) else None
 
 
-def _int(value) -> int | None:
-    """An int for a tracked field, or None when the frame carries something unusable there."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value if 0 <= value < SERIAL_MOD else None
+_int = tracked
 
 
 @dataclass
@@ -41,6 +48,7 @@ class LinkState:
     in_delivery: bool = False          # a multi-frame delivery is in progress
     detached_by_remote: Detach | None = None
     detached_by_us: bool = False
+    extra: dict = field(default_factory=dict)   # free for a user of the bookkeeping (the mutant proxy's faults)
 
 
 @dataclass
@@ -64,6 +72,13 @@ class SessionState:
     links: dict[int, LinkState] = field(default_factory=dict)          # by our handle
     remote_links: dict[int, LinkState] = field(default_factory=dict)   # by the other side's handle
     pending_remote_attaches: dict[str, tuple[int, Attach]] = field(default_factory=dict)  # by name
+    extra: dict = field(default_factory=dict)   # free for a user of the bookkeeping (the mutant proxy's faults)
+
+    @property
+    def remote_window_announced(self) -> int | None:
+        """The incoming-window the other side announced last (its begin or latest flow), as sent."""
+        last = self.remote_flow if self.remote_flow is not None else self.remote_begin
+        return tracked(last.incoming_window) if last is not None else None
 
     def session_fields(self) -> dict:
         """The four session fields of a flow as this endpoint would send them now (2.7.4)."""
@@ -165,7 +180,7 @@ class PeerState:
             count = link.initial_delivery_count
         if count is not None and link.delivery_count is not None:
             # the credit left once the sender applies this flow (2.6.7)
-            link.link_credit = serial_diff(link.delivery_count, serial_add(count, credit))
+            link.link_credit = _room(link.delivery_count, count, credit)
         else:
             link.link_credit = credit
 
@@ -234,7 +249,7 @@ class PeerState:
         window = _int(body.incoming_window)
         if window is not None:
             # their begin carries no next-incoming-id: it is implicitly our initial next-outgoing-id
-            s.remote_incoming_window = serial_diff(s.next_outgoing_id, serial_add(s.initial_outgoing_id, window))
+            s.remote_incoming_window = _room(s.next_outgoing_id, s.initial_outgoing_id, window)
         s.remote_outgoing_window = _int(body.outgoing_window)
 
     @staticmethod
@@ -273,7 +288,7 @@ class PeerState:
             base = _int(body.next_incoming_id)
             if base is None:
                 base = s.initial_outgoing_id
-            s.remote_incoming_window = serial_diff(s.next_outgoing_id, serial_add(base, window))
+            s.remote_incoming_window = _room(s.next_outgoing_id, base, window)
         link = s.remote_links.get(_int(body.handle))
         if link is None:
             return
@@ -290,4 +305,4 @@ class PeerState:
             if count is None:
                 count = link.initial_delivery_count
             if count is not None:
-                link.link_credit = serial_diff(link.delivery_count, serial_add(count, credit))
+                link.link_credit = _room(link.delivery_count, count, credit)

@@ -108,10 +108,11 @@ def render_unfinished(model: dict) -> list[str]:
     runs = model.get("unfinished_runs") or []
     if not runs:
         return []
-    lines = ["", f"### ⚠ Unfinished runs ({len(runs)})", ""]
+    title = "Unfinished or broken runs" if any(r.get("broken") for r in runs) else "Unfinished runs"
+    lines = ["", f"### ⚠ {title} ({len(runs)})", ""]
     for r in runs:
         counted = (f"{r['records']} of {r['scheduled']} cases recorded" if r.get("scheduled") is not None
                    else f"{r.get('records', '?')} cases recorded")
-        lines.append(f"- UNFINISHED run {md_code(r['run_id'])} ({', '.join(md_code(b) for b in r['brokers'])}), "
+        lines.append(f"- {'BROKEN' if r.get('broken') else 'UNFINISHED'} run {md_code(r['run_id'])} ({', '.join(md_code(b) for b in r['brokers'])}), "
                      f"started {md_text(r['started_at'])}: {counted}; {md_text(r['reason'])}")
     return lines

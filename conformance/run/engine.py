@@ -236,9 +236,9 @@ class Pipeline:
         the test report. This is the only place a case is run."""
         from ..runner import run_case
         result = run_case(case, broker, options or self.options)
-        annotate = getattr(type(broker), "annotate", None)
-        if callable(annotate):
-            annotate(broker, result)
+        from ..brokers.interface import WrappedBroker
+        if isinstance(broker, WrappedBroker):
+            broker.annotate(result)
         self._keep(result)
         return result
 

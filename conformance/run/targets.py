@@ -2,13 +2,13 @@
 
 A *broker* is a `--broker` value resolved to a `conformance.brokers.BrokerSpec` (a managed node, started and
 stopped here, or a URL, checked here) or a broker handle already running in this process (the reference
-broker of the suite's own tests). A *target* is what a case result is labelled with: one broker as it is, or
+broker of the suite's own tests); either way the cases get a `conformance.brokers.Broker`. A *target* is what a case result is labelled with: one broker as it is, or
 one broker seen through a wrapper that each process applies to its own handle (selfcheck puts the mutant
 proxy in front of the broker this way: `Target("rabbitmq-4.0+drain-stripped", "rabbitmq-4.0",
 wrap="conformance.mutants.selfcheck:proxied", wrap_arg="drain-stripped")`). The wrapper is named, not
 imported, so this layer never imports the layers above it: `factory(handle, wrap_arg, label)` returns a
-handle whose `name` is the label; it may define `annotate(result)` (add what it saw to a case result) and
-`close()` (called when the process is done with it).
+`conformance.brokers.WrappedBroker` whose `name` is the label: a Broker with `annotate(result)` (add what it
+saw to a case result) and `close()` (called when the process is done with it).
 
 The check before a run (a URL broker's handshake, which also records its product and version) is bounded by
 the run's --frame-timeout, like every other wait; a server that accepts the connection and never speaks AMQP
@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..errors import BrokerUnreachable, ConformanceError
 from .options import RunOptions
 
 
@@ -122,7 +121,11 @@ class Brokers:
         if wrapped is None:
             module, _, name = target.wrap.partition(":")
             factory = getattr(importlib.import_module(module), name)
-            wrapped = self._wrapped[target.label] = factory(base, target.wrap_arg, target.label)
+            wrapped = factory(base, target.wrap_arg, target.label)
+            from ..brokers.interface import WrappedBroker
+            if not isinstance(wrapped, WrappedBroker):
+                raise TypeError(f"{target.wrap} returned a {type(wrapped).__name__}, not a WrappedBroker")
+            self._wrapped[target.label] = wrapped
         return wrapped
 
     def identities(self) -> dict[str, dict]:
@@ -130,18 +133,15 @@ class Brokers:
         out = {}
         for name, handle in self.handles.items():
             spec = self.specs.get(name)
-            out[name] = {"url": getattr(handle, "redacted_url", None),
-                         "profile": getattr(spec, "profile", None) or getattr(handle, "profile_name", None),
-                         "product": getattr(handle, "product", None), "version": getattr(handle, "version", None)}
+            out[name] = {"url": handle.redacted_url, "profile": spec.profile if spec is not None else None,
+                         "product": handle.product, "version": handle.version}
         return out
 
     def close(self) -> None:
         """Close the wrappers made here and stop the managed nodes started here."""
         for wrapped in self._wrapped.values():
-            closer = getattr(wrapped, "close", None)
-            if callable(closer):
-                with contextlib.suppress(Exception):
-                    closer()
+            with contextlib.suppress(Exception):
+                wrapped.close()
         self._wrapped = {}
         for handle in self._started:
             with contextlib.suppress(Exception):
@@ -152,16 +152,4 @@ class Brokers:
 def _start_one(spec, options: RunOptions):
     """A managed node started, or a URL broker checked (handshake bounded by --frame-timeout)."""
     from .. import brokers
-    if spec.url is None:
-        return brokers.start(spec)
-    from ..peer import PeerError, parse_url
-    handle = brokers.attach(spec, {"url": spec.url})
-    try:
-        handle.identify(timeout=options.frame_timeout)
-    except ConformanceError:
-        raise
-    except PeerError as exc:
-        raise BrokerUnreachable(f"{parse_url(spec.url).redacted()} did not complete the AMQP handshake within "
-                                f"{options.frame_timeout:g} s (--frame-timeout): {exc}; check that it is an AMQP 1.0 "
-                                "broker and that it is ready") from None
-    return handle
+    return brokers.start(spec, timeout=options.frame_timeout)

@@ -1,4 +1,5 @@
-"""`python -m conformance.selftest --port N [--fault NAME[=VALUE] ...]`: the reference broker as a process.
+"""`python -m conformance.selftest --port N [--fault NAME[=VALUE] ...]`: the reference broker as a process
+(NAME: a fault of the catalogue, conformance.catalogue.faults, or a switch of `Faults`).
 
 Serves until SIGTERM or SIGINT. Used as a stand-in broker build (bisect tests, demos): with faults it
 misbehaves exactly as `Faults` describes.
@@ -17,13 +18,21 @@ from .server import ReferenceBroker
 
 
 def parse_faults(items: list[str]) -> Faults:
+    """`--fault` values: a name of the fault catalogue (e.g. drain-stripped) or a `Faults` switch
+    (ignore_drain, extra_transfers=2)."""
+    from ..catalogue import faults as fault_catalogue
     fields = {f.name: f for f in dataclasses.fields(Faults)}
     values = {}
     for item in items:
         name, _, raw = item.partition("=")
+        entry = fault_catalogue.BY_NAME.get(name)
+        if entry is not None and entry.reference and not raw:
+            values.update(entry.reference)
+            continue
         name = name.replace("-", "_")
         if name not in fields:
-            raise SystemExit(f"error: unknown fault {name!r}; known: {', '.join(fields)}")
+            known = [f.name for f in fault_catalogue.of_kind("protocol", "variant", reference=True)]
+            raise SystemExit(f"error: unknown fault {name!r}; known: {', '.join(known)}")
         default = fields[name].default
         if isinstance(default, bool):
             values[name] = raw.lower() not in ("0", "false", "no") if raw else True

@@ -1,8 +1,14 @@
 """Sans-IO reference broker: queues, links and sessions with flow control per 2.5.6 and 2.6.7.
 
 This module owns the fake broker's behaviour. It consumes bytes (`receive`) and returns the bytes to send;
-it never touches sockets or clocks. `Faults` switches on one deliberate deviation at a time; each names the
-requirement it breaks.
+it never touches sockets or clocks. `Faults` switches on one deliberate deviation at a time; each is an entry
+of the fault catalogue (conformance.catalogue.faults), which names the requirement it breaks.
+
+Its sessions and links are kept in `conformance.peer.state` (the one bookkeeping of the package, here in the
+broker's role: "ours" is the broker, "remote" the client): every frame in and out is observed there, so
+transfer-ids, windows, delivery-counts and credit follow the frames. The broker adds only what a broker
+decides: queues, the limit it enforces on its incoming-window, and what a fault makes it compute otherwise
+(its own credit, written back into the link's state).
 """
 
 from __future__ import annotations
@@ -10,12 +16,14 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
+from ..catalogue import faults as fault_catalogue
+from ..peer.state import LinkState, PeerState, SessionState
 from ..wire import (
     AMQP_HEADER, SASL_HEADER, Attach, Begin, Close, Data, DecodeError, Detach, Disposition, End, Error, Flow,
-    FrameDecoder, Open, ProtocolHeader, SaslInit, SaslMechanisms, SaslOutcome, Source, Symbol, Target, Transfer,
-    encode_frame, encode_message, serial_add, serial_diff, Accepted,
+    Frame, FrameDecoder, Open, ProtocolHeader, SaslInit, SaslMechanisms, SaslOutcome, Source, Symbol, Target,
+    Transfer, encode_frame, encode_message, serial_add, serial_diff, Accepted,
 )
-from ..wire.frames import SASL_FRAME
+from ..wire.frames import AMQP_FRAME, SASL_FRAME
 
 HANDLE_MAX = 1023
 ROLE_SENDER = False
@@ -24,7 +32,22 @@ ROLE_RECEIVER = True
 
 @dataclass(frozen=True)
 class Faults:
-    """Deliberate deviations. All off = a broker that keeps every requirement the suite checks."""
+    """Deliberate deviations. All off = a broker that keeps every requirement the suite checks.
+
+    Each switch is the reference broker's side of an entry of the one fault catalogue
+    (`conformance.catalogue.faults`, which names the requirement it breaks); `Faults.named("drain-stripped")`
+    switches on catalogue entries by name. tests/mutants/test_fault_catalogue.py keeps the two in step."""
+
+    @classmethod
+    def named(cls, *names: str) -> "Faults":
+        """The switches of the catalogue's faults `names` (KeyError: unknown, or not the reference broker's)."""
+        values: dict = {}
+        for name in names:
+            entry = fault_catalogue.get(name)
+            if not entry.reference:
+                raise KeyError(f"fault {name} is not one of the reference broker's")
+            values.update(entry.reference)
+        return cls(**values)
 
     cumulative_credit: bool = False       # 2.6.7/credit-formula: link-credit added instead of set
     ignore_drain: bool = False            # 2.6.7/drain-advance: drain flag ignored
@@ -54,7 +77,6 @@ class Faults:
     ignore_flow_without_delivery_count: bool = False  # 2.6.7/unknown-delivery-count
     unsettled_in_settled_mode: bool = False   # 2.7.5/settled-mode-settled
     no_delivery_id: bool = False          # 2.7.5/delivery-id-first: first transfer of a delivery lacks it
-    # (verdicts branch, for the verdict-rule tests: a broker breaking an obligation, an unrelated rule, a MAY)
     end_session_on_drain: bool = False    # 2.6.7/drain-advance: a drain it cannot fill: all but one message, then
                                           # end(error=amqp:internal-error) instead of the drained flow (RabbitMQ 3.10)
     omit_receiver_delivery_count: bool = False  # 2.7.4/receiver-delivery-count: publisher flows lack delivery-count
@@ -84,50 +106,52 @@ class Queue:
 
 @dataclass
 class OutgoingLink:
-    """A link on which the broker sends (the peer receives): broker is the sender."""
+    """A link on which the broker sends (the peer receives): its state is `books` (delivery-count, credit)."""
 
-    name: str
-    handle: int          # broker's handle
-    peer_handle: int
+    books: LinkState
     queue: str
-    delivery_count: int
-    initial_delivery_count: int = 0
-    link_credit: int = 0
     drain: bool = False
     settled: bool = False
     next_tag: int = 0
+    was_stopped: bool = False     # the last flow granted no credit (the stopped-link-stays-stopped fault)
+
+    @property
+    def handle(self) -> int:
+        return self.books.handle
 
 
 @dataclass
 class IncomingLink:
-    """A link on which the broker receives (the peer publishes): broker is the receiver."""
+    """A link on which the broker receives (the peer publishes): its state is `books`."""
 
-    name: str
-    handle: int
-    peer_handle: int
+    books: LinkState
     queue: str
-    delivery_count: int
-    link_credit: int = 0
     blocked: bool = False
+
+    @property
+    def handle(self) -> int:
+        return self.books.handle
 
 
 @dataclass
 class Session:
-    channel: int
-    peer_channel: int
-    next_outgoing_id: int
-    incoming_window: int
-    outgoing_window: int
-    next_incoming_id: int = 0
-    remote_incoming_window: int = 0
-    remote_outgoing_window: int = 0
-    next_delivery_id: int = 0
-    incoming_limit: int = 0      # transfer-id up to which the peer may send (last announced window)
-    grace_limit: int = 0         # the limit before the last reduction: transfers in flight stay legal
-    first_incoming_id: int = 0
+    """A session as the broker runs it: its state is `books`; the broker adds the limit it enforces on its
+    incoming-window (and the earlier, larger one while transfers sent under it may be in flight)."""
+
+    books: SessionState
+    first_incoming_id: int
+    incoming_limit: int          # transfer-id up to which the peer may send (last announced window)
+    grace_limit: int             # the limit before the last reduction: transfers in flight stay legal
     outgoing: dict = field(default_factory=dict)   # peer handle -> OutgoingLink
     incoming: dict = field(default_factory=dict)   # peer handle -> IncomingLink
-    ended: bool = False
+
+    @property
+    def channel(self) -> int:
+        return self.books.channel
+
+    @property
+    def ended(self) -> bool:
+        return self.books.ended_by_us
 
 
 class BrokerState:
@@ -163,6 +187,8 @@ class BrokerConnection:
         self.faults = state.faults
         self.decoder = FrameDecoder()
         self.out = bytearray()
+        self.books = PeerState()                  # every frame in and out observed here (broker's role)
+        self._credit_before: dict = {}
         self.sessions: dict[int, Session] = {}    # peer channel -> Session
         self.phase = "header"
         self.closed = False
@@ -193,6 +219,15 @@ class BrokerConnection:
 
     def _send(self, body, channel: int = 0, payload: bytes = b"", frame_type: int = 0) -> None:
         self.out += encode_frame(body, channel, payload, frame_type)
+        if frame_type != AMQP_FRAME:
+            return
+        keep = None
+        if isinstance(body, Flow):     # the credit the broker grants is its decision, whatever it reports
+            link = self.books.link(channel, body.handle) if body.handle is not None else None
+            keep = (link, link.link_credit) if link is not None and link.is_receiver else None
+        self.books.observe_out(Frame(channel, body, payload))
+        if keep is not None:
+            keep[0].link_credit = keep[1]
 
     # -- connection ----------------------------------------------------------------------------------------
 
@@ -221,9 +256,16 @@ class BrokerConnection:
             self._send(SaslOutcome(code=0), frame_type=SASL_FRAME)
             self.phase = "sasl-done"
             return
+        self._credit_before = self._credits(frame.channel) if isinstance(body, Flow) else {}
+        self.books.observe_in(frame)
         handler = getattr(self, "_on_" + body.NAME, None)
         if handler is not None:
             handler(frame.channel, body, frame.payload)
+
+    def _credits(self, peer_channel: int) -> dict:
+        """Link-credit of each of the session's links before a flow is observed (faults compute their own)."""
+        s = self.sessions.get(peer_channel)
+        return {} if s is None else {h: link.books.link_credit for h, link in s.outgoing.items()}
 
     def _on_open(self, channel, open_, payload) -> None:
         if open_.max_frame_size is not None:
@@ -245,17 +287,15 @@ class BrokerConnection:
     # -- sessions ------------------------------------------------------------------------------------------
 
     def _on_begin(self, channel, begin, payload) -> None:
-        s = Session(channel=channel, peer_channel=channel, next_outgoing_id=self.cfg.next_outgoing_id,
-                    incoming_window=0 if self.state.alarm else self.cfg.incoming_window,
-                    outgoing_window=self.cfg.outgoing_window)
-        s.next_incoming_id = s.first_incoming_id = begin.next_outgoing_id
-        s.remote_incoming_window = begin.incoming_window
-        s.remote_outgoing_window = begin.outgoing_window
-        s.incoming_limit = s.grace_limit = serial_add(s.next_incoming_id, s.incoming_window)
-        self.sessions[channel] = s
-        self._send(Begin(remote_channel=channel, next_outgoing_id=s.next_outgoing_id,
-                         incoming_window=s.incoming_window, outgoing_window=s.outgoing_window,
+        window = 0 if self.state.alarm else self.cfg.incoming_window
+        self._send(Begin(remote_channel=channel, next_outgoing_id=self.cfg.next_outgoing_id,
+                         incoming_window=window, outgoing_window=self.cfg.outgoing_window,
                          handle_max=HANDLE_MAX), channel)
+        books = self.books.sessions[channel]          # ours, on the peer's channel number
+        first = books.next_incoming_id if books.next_incoming_id is not None else 0
+        books.next_incoming_id = first
+        limit = serial_add(first, window)
+        self.sessions[channel] = Session(books, first_incoming_id=first, incoming_limit=limit, grace_limit=limit)
 
     def _on_end(self, channel, end, payload) -> None:
         s = self.sessions.pop(channel, None)
@@ -264,18 +304,18 @@ class BrokerConnection:
 
     def _end_session(self, s: Session, condition: str, description: str) -> None:
         self._send(End(error=Error(condition=Symbol(condition), description=description)), s.channel)
-        s.ended = True
 
     def _session_flow(self, s: Session, link=None, echo: bool = False, **link_fields) -> Flow:
-        new_limit = serial_add(s.next_incoming_id, s.incoming_window)
+        b = s.books
+        new_limit = serial_add(b.next_incoming_id, b.incoming_window)
         if serial_diff(s.grace_limit, new_limit) >= 0:
             s.grace_limit = new_limit              # growing: the new limit is the only one
         # shrinking: transfers in flight under the earlier, larger limit stay legal (grace_limit kept)
         s.incoming_limit = new_limit
-        fields = dict(next_incoming_id=None if self.faults.omit_next_incoming_id else s.next_incoming_id,
-                      incoming_window=s.incoming_window,
-                      next_outgoing_id=serial_add(s.next_outgoing_id, self.faults.next_outgoing_id_offset),
-                      outgoing_window=s.outgoing_window)
+        fields = dict(next_incoming_id=None if self.faults.omit_next_incoming_id else b.next_incoming_id,
+                      incoming_window=b.incoming_window,
+                      next_outgoing_id=serial_add(b.next_outgoing_id, self.faults.next_outgoing_id_offset),
+                      outgoing_window=b.outgoing_window)
         if link is not None:
             fields.update(handle=link.handle)
         fields.update(link_fields)
@@ -293,29 +333,29 @@ class BrokerConnection:
             # 2.7.2: a handle outside the supported range closes the connection with framing-error
             self._close_with("amqp:connection:framing-error", f"handle {attach.handle} above handle-max")
             return
+        handle = s.books.next_free_handle()
         if attach.role == ROLE_RECEIVER:
             address = attach.source.address if isinstance(attach.source, Source) else None
             q = self.state.queue(queue_name(address))
-            link = OutgoingLink(attach.name, handle=len(s.outgoing) + len(s.incoming), peer_handle=attach.handle,
-                                queue=q.name, delivery_count=self.cfg.initial_delivery_count,
-                                initial_delivery_count=self.cfg.initial_delivery_count,
-                                settled=attach.snd_settle_mode == 1)
-            s.outgoing[attach.handle] = link
-            self._send(Attach(name=attach.name, handle=link.handle, role=ROLE_SENDER,
+            count = self.cfg.initial_delivery_count
+            self._send(Attach(name=attach.name, handle=handle, role=ROLE_SENDER,
                               snd_settle_mode=attach.snd_settle_mode, rcv_settle_mode=0,
                               source=attach.source, target=attach.target,
                               initial_delivery_count=None if self.faults.omit_initial_delivery_count
-                              else link.delivery_count), channel)
+                              else count), channel)
+            books = s.books.links[handle]
+            books.initial_delivery_count = books.delivery_count = count    # also when the attach omits it
+            s.outgoing[attach.handle] = OutgoingLink(books, q.name, settled=attach.snd_settle_mode == 1)
         else:
             address = attach.target.address if isinstance(attach.target, Target) else None
             q = self.state.queue(queue_name(address))
-            idc = attach.initial_delivery_count if attach.initial_delivery_count is not None else 0
-            link = IncomingLink(attach.name, handle=len(s.outgoing) + len(s.incoming), peer_handle=attach.handle,
-                                queue=q.name, delivery_count=idc)
-            s.incoming[attach.handle] = link
-            self._send(Attach(name=attach.name, handle=link.handle, role=ROLE_RECEIVER,
+            self._send(Attach(name=attach.name, handle=handle, role=ROLE_RECEIVER,
                               snd_settle_mode=attach.snd_settle_mode, rcv_settle_mode=0,
                               source=attach.source, target=attach.target), channel)
+            books = s.books.links[handle]
+            if books.delivery_count is None:       # the publisher's attach named none: 0
+                books.delivery_count = 0
+            link = s.incoming[attach.handle] = IncomingLink(books, q.name)
             self._grant_publisher_credit(s, link)
 
     def _on_detach(self, channel, detach, payload) -> None:
@@ -338,12 +378,12 @@ class BrokerConnection:
         link.blocked = False
         q = self.state.queues.get(link.queue)
         room = None if q is None or q.max_length is None else q.max_length - len(q.messages)
-        link.link_credit = self.cfg.publisher_credit if room is None else min(self.cfg.publisher_credit, room)
-        reported = serial_add(link.delivery_count, self.faults.receiver_delivery_count_offset)
+        b = link.books
+        b.link_credit = self.cfg.publisher_credit if room is None else min(self.cfg.publisher_credit, room)
+        reported = serial_add(b.delivery_count, self.faults.receiver_delivery_count_offset)
         if self.faults.omit_receiver_delivery_count:
             reported = None
-        self._send(self._session_flow(s, link, delivery_count=reported, link_credit=link.link_credit),
-                   s.channel)
+        self._send(self._session_flow(s, link, delivery_count=reported, link_credit=b.link_credit), s.channel)
 
     # -- flow ----------------------------------------------------------------------------------------------
 
@@ -354,11 +394,7 @@ class BrokerConnection:
             return
         if s is None or s.ended:
             return
-        # 2.5.6: update from the peer's session state
-        s.next_incoming_id = flow.next_outgoing_id
-        s.remote_outgoing_window = flow.outgoing_window
-        nii = flow.next_incoming_id if flow.next_incoming_id is not None else self.cfg.next_outgoing_id
-        s.remote_incoming_window = serial_diff(s.next_outgoing_id, serial_add(nii, flow.incoming_window))
+        # 2.5.6: the peer's session state (next-incoming-id, its windows) was taken from the flow by the books
         if flow.handle is None:
             if flow.echo and not self.faults.ignore_echo:
                 extra = {"link_credit": 0} if self.faults.link_fields_in_session_flow else {}
@@ -370,9 +406,9 @@ class BrokerConnection:
         elif flow.handle in s.incoming:
             link = s.incoming[flow.handle]
             if flow.echo and not self.faults.ignore_echo:
-                reported = serial_add(link.delivery_count, self.faults.receiver_delivery_count_offset)
+                reported = serial_add(link.books.delivery_count, self.faults.receiver_delivery_count_offset)
                 self._send(self._session_flow(s, link, echo=self.faults.echo_with_echo,
-                                              delivery_count=reported, link_credit=link.link_credit),
+                                              delivery_count=reported, link_credit=link.books.link_credit),
                            channel)
         elif not self.faults.ignore_unattached_handle:
             self._end_session(s, "amqp:session:unattached-handle", f"flow for unattached handle {flow.handle}")
@@ -380,29 +416,28 @@ class BrokerConnection:
 
     def _on_receiver_flow(self, s: Session, link: OutgoingLink, flow: Flow) -> None:
         credit = flow.link_credit or 0
+        b = link.books
+        before = self._credit_before.get(flow.handle, b.link_credit)
         if self.faults.end_session_on_drain and flow.drain and len(self.state.queue(link.queue).messages) < credit:
-            link.link_credit = max(len(self.state.queue(link.queue).messages) - 1, 0)
+            b.link_credit = max(len(self.state.queue(link.queue).messages) - 1, 0)
             self._pump_link(s, link)
             self._end_session(s, "amqp:internal-error", "drain failed")
             return
         if self.faults.ignore_flow_without_delivery_count and flow.delivery_count is None:
+            b.link_credit = before
             return
+        # 2.6.7: link-credit(snd) := delivery-count(rcv) + link-credit(rcv) - delivery-count(snd) (an unspecified
+        # delivery-count(rcv) is our attach's initial one): the books computed it from the flow; faults differ
         if self.faults.plain_arithmetic and flow.delivery_count is not None:
-            link.link_credit = flow.delivery_count + credit - link.delivery_count   # no wrap at 2^32
+            b.link_credit = flow.delivery_count + credit - b.delivery_count   # no wrap at 2^32
         elif self.faults.cumulative_credit:
-            link.link_credit += credit
+            b.link_credit = before + credit
         elif self.faults.stale_count_as_credit:
-            link.link_credit = credit
-        else:
-            # 2.6.7: link-credit(snd) := delivery-count(rcv) + link-credit(rcv) - delivery-count(snd);
-            # an unspecified delivery-count(rcv) is the initial delivery-count of our attach
-            rcv_count = flow.delivery_count if flow.delivery_count is not None else link.initial_delivery_count
-            link.link_credit = serial_diff(link.delivery_count, serial_add(rcv_count, credit))
+            b.link_credit = credit
         link.drain = bool(flow.drain)
-        resumed_from_zero = credit > 0
-        if self.faults.drop_resume and resumed_from_zero and getattr(link, "_was_stopped", False):
-            link.link_credit = 0
-        link._was_stopped = credit == 0  # type: ignore[attr-defined]
+        if self.faults.drop_resume and credit > 0 and link.was_stopped:
+            b.link_credit = 0
+        link.was_stopped = credit == 0
         self._pump_link(s, link)
         answered = self._finish_drain(s, link)
         if flow.echo and not answered and not self.faults.ignore_echo:
@@ -412,33 +447,34 @@ class BrokerConnection:
         q = self.state.queue(link.queue)
         self._send(self._session_flow(
             s, link, echo=echo,
-            delivery_count=(link.delivery_count + self.faults.delivery_count_offset) & 0xFFFFFFFF,
-            link_credit=max(link.link_credit, 0), available=len(q.messages), drain=link.drain), s.channel)
+            delivery_count=serial_add(link.books.delivery_count, self.faults.delivery_count_offset),
+            link_credit=max(link.books.link_credit, 0), available=len(q.messages), drain=link.drain), s.channel)
 
     def _finish_drain(self, s: Session, link: OutgoingLink) -> bool:
         if not link.drain or self.faults.ignore_drain:
             return False
-        if link.link_credit > 0 and not self.faults.drain_without_advance:
-            link.delivery_count = serial_add(link.delivery_count, link.link_credit)
-            link.link_credit = 0
+        b = link.books
+        if b.link_credit > 0 and not self.faults.drain_without_advance:
+            b.delivery_count = serial_add(b.delivery_count, b.link_credit)
+            b.link_credit = 0
         self._send_link_state(s, link)
         return True
 
     def _pump_session(self, s: Session) -> None:
         for link in list(s.outgoing.values()):
-            before = link.link_credit
+            before = link.books.link_credit
             self._pump_link(s, link)
-            if link.drain and before != link.link_credit:
+            if link.drain and before != link.books.link_credit:
                 self._finish_drain(s, link)
 
     def _pump_link(self, s: Session, link: OutgoingLink) -> None:
         q = self.state.queue(link.queue)
         extra = self.faults.extra_transfers
         while q.messages:
-            window_ok = s.remote_incoming_window > 0 or self.faults.ignore_incoming_window
+            window_ok = (s.books.remote_incoming_window or 0) > 0 or self.faults.ignore_incoming_window
             if not window_ok:
                 break
-            if link.link_credit <= 0:
+            if link.books.link_credit <= 0:
                 if extra <= 0:
                     break
                 extra -= 1
@@ -448,17 +484,14 @@ class BrokerConnection:
             payload = encode_message(Data(body))
             settled = True if link.settled and not self.faults.unsettled_in_settled_mode else None
             chunks = [payload[i:i + self.max_payload] for i in range(0, len(payload), self.max_payload)] or [b""]
+            delivery_id = s.books.next_delivery_id     # the books count transfer-ids, delivery-ids and credit
             for n, chunk in enumerate(chunks):
                 first, last = n == 0, n == len(chunks) - 1
-                delivery_id = s.next_delivery_id if first and not self.faults.no_delivery_id else None
-                self._send(Transfer(handle=link.handle, delivery_id=delivery_id, delivery_tag=tag if first else None,
+                self._send(Transfer(handle=link.handle, delivery_id=None if not first or self.faults.no_delivery_id
+                                    else delivery_id, delivery_tag=tag if first else None,
                                     message_format=0 if first else None, settled=settled,
                                     more=None if last else True), s.channel, chunk)
-                s.next_outgoing_id = serial_add(s.next_outgoing_id, 1)
-                s.remote_incoming_window -= 1
-            s.next_delivery_id = serial_add(s.next_delivery_id, 1)
-            link.delivery_count = serial_add(link.delivery_count, 1)
-            link.link_credit -= 1
+            s.books.next_delivery_id = serial_add(delivery_id, 1)
 
     # -- transfers from the peer (publishers) --------------------------------------------------------------
 
@@ -466,23 +499,24 @@ class BrokerConnection:
         s = self.sessions.get(channel)
         if s is None or s.ended:
             return
+        transfer_id = serial_add(s.books.next_incoming_id, -1)   # the books counted this transfer already
         limit = s.grace_limit if serial_diff(s.incoming_limit, s.grace_limit) > 0 else s.incoming_limit
-        if self.faults.drop_on_window_excess and serial_diff(s.first_incoming_id, s.next_incoming_id) >= \
+        if self.faults.drop_on_window_excess and serial_diff(s.first_incoming_id, transfer_id) >= \
                 self.cfg.incoming_window:
             self.closed = True       # crashes once more transfers arrived than its first window held
             return
-        if serial_diff(s.next_incoming_id, limit) <= 0 and not self.faults.window_violation_tolerated:
+        if serial_diff(transfer_id, limit) <= 0 and not self.faults.window_violation_tolerated:
             self._end_session(s, "amqp:session:window-violation", "transfer beyond the incoming-window")
             return
-        s.next_incoming_id = serial_add(s.next_incoming_id, 1)
         link = s.incoming.get(transfer.handle)
         if link is None:
             self._end_session(s, "amqp:session:unattached-handle", f"transfer on unattached handle {transfer.handle}")
             return
-        if link.link_credit <= 0 and self.faults.drop_on_excess:
+        # the books took one credit and advanced the delivery-count: below zero, the publisher had none
+        if link.books.link_credit < 0 and self.faults.drop_on_excess:
             self.closed = True
             return
-        if link.link_credit <= 0 and self.faults.detach_on_excess:
+        if link.books.link_credit < 0 and self.faults.detach_on_excess:
             self._send(Detach(handle=link.handle, closed=True,
                               error=Error(condition=Symbol("amqp:link:transfer-limit-exceeded"))), channel)
             s.incoming.pop(transfer.handle, None)
@@ -491,14 +525,12 @@ class BrokerConnection:
         link.received = getattr(link, "received", 0) + 1       # type: ignore[attr-defined]
         if not (self.faults.lose_after and link.received > self.faults.lose_after):    # type: ignore[attr-defined]
             q.messages.append(_message_body(payload))
-        link.delivery_count = serial_add(link.delivery_count, 1)
-        link.link_credit -= 1
         if not transfer.settled:
             self._send(Disposition(role=ROLE_RECEIVER, first=transfer.delivery_id, settled=True,
                                    state=Accepted()), channel)
         if self._publisher_blocked(link):
             link.blocked = True
-        elif link.link_credit <= self.cfg.publisher_credit // 2 and not self.faults.drop_on_excess:
+        elif link.books.link_credit <= self.cfg.publisher_credit // 2 and not self.faults.drop_on_excess:
             self._grant_publisher_credit(s, link)
         for other in self.state.connections:
             other.pump_all()
@@ -520,7 +552,7 @@ class BrokerConnection:
         for s in self.sessions.values():
             if s.ended:
                 continue
-            s.incoming_window = 0 if on else self.cfg.incoming_window
+            s.books.incoming_window = 0 if on else self.cfg.incoming_window
             self._send(self._session_flow(s), s.channel)
 
     def queue_drained(self) -> None:

@@ -1,9 +1,11 @@
-"""The reference broker as a broker handle: the same interface the cases use for real brokers."""
+"""The reference broker as a broker handle: it implements `conformance.brokers.Broker`, the interface the cases
+use for real brokers, with every hook in-process."""
 
 from __future__ import annotations
 
 import itertools
 
+from ..brokers.broker_errors import HookUnsupported
 from .engine import BrokerConfig, Faults
 from .server import ReferenceBroker
 
@@ -34,21 +36,26 @@ class ReferenceBrokerHandle:
     def lock_key(self) -> str:
         return f"reference-{self.server.port}"
 
-    def unique_queue(self, prefix: str) -> str:
+    def unique_queue(self, prefix: str = "q") -> str:
         return f"{prefix}-{next(_ids)}"
 
-    def queue_address(self, name: str, role: str) -> str:
-        return name
+    def queue_address(self, queue: str, role: str) -> str:
+        return queue
 
-    def create_queue(self, name: str, max_length: int | None = None) -> None:
-        self.server.set_queue_limit(name, max_length)
+    def create_queue(self, queue: str, max_length: int | None = None, **limits) -> None:
+        if limits:
+            raise TypeError(f"create_queue: the reference broker knows max_length only, not {sorted(limits)}")
+        self.server.set_queue_limit(queue, max_length)
 
-    def delete_queue(self, name: str) -> None:
+    def delete_queue(self, queue: str) -> None:
         with self.server._lock:
-            self.server.state.queues.pop(name, None)
+            self.server.state.queues.pop(queue, None)
 
-    def preload(self, queue: str, bodies) -> None:
-        self.server.preload(queue, list(bodies))
+    def preload(self, queue: str, n, body: bytes | None = None) -> list[bytes]:
+        bodies = list(n) if not isinstance(n, int) else [body if body is not None else f"{queue}#{i}".encode()
+                                                          for i in range(n)]
+        self.server.preload(queue, bodies)
+        return bodies
 
     def queue_depth(self, queue: str) -> int:
         return self.server.queue_depth(queue)
@@ -57,6 +64,8 @@ class ReferenceBrokerHandle:
         return name in self.HOOKS
 
     def set_alarm(self, kind: str, on: bool) -> None:
+        if f"{kind}_alarm" not in self.HOOKS:
+            raise HookUnsupported(f"{kind}_alarm", "reference")
         self.server.set_alarm(on)
 
     def alive(self) -> bool:
@@ -64,6 +73,8 @@ class ReferenceBrokerHandle:
 
     def log_tail(self, lines: int = 40) -> str:
         return ""
+
+    pid = None          # runs in this process: nothing to watch
 
     def stop(self) -> None:
         self.server.stop()

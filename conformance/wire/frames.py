@@ -27,8 +27,18 @@ TLS_HEADER = b"AMQP\x02\x01\x00\x00"
 SASL_HEADER = b"AMQP\x03\x01\x00\x00"
 
 MIN_MAX_FRAME_SIZE = 512
+MAX_FRAME_SIZE = 0xFFFFFFFF   # the largest SIZE a frame header can carry (max-frame-size's default, §2.7.1)
 
 _HEADER = struct.Struct(">IBBH")
+
+
+class NotAProtocolHeader(DecodeError):
+    """A stream that must open with a protocol header ("AMQP" + 4 bytes, §2.2) opens with something else:
+    the other side does not speak AMQP. `data` holds the bytes seen so far."""
+
+    def __init__(self, data: bytes):
+        super().__init__(0, "the stream does not open with an AMQP protocol header")
+        self.data = bytes(data)
 
 
 @dataclass(frozen=True)
@@ -125,11 +135,15 @@ class FrameDecoder:
 
     A protocol header is recognised where "AMQP" starts at a frame boundary. Malformed input raises
     DecodeError with the stream offset; after that the decoder is unusable (the connection must close).
-    `max_frame_size`, when set, makes a larger SIZE an error (the limit a peer announced in `open`).
+    `max_frame_size`, when set, makes a larger SIZE an error (the limit a peer announced in `open`; before
+    any open it is MIN-MAX-FRAME-SIZE, 512, §2.4.1); SIZE below 8 is always one. With `header_first` the
+    stream must open with a protocol header: the first byte that differs from "AMQP" raises
+    NotAProtocolHeader at once (a server that is not an AMQP server at all).
     """
 
-    def __init__(self, max_frame_size: int | None = None):
+    def __init__(self, max_frame_size: int | None = None, *, header_first: bool = False):
         self.max_frame_size = max_frame_size
+        self.header_first = header_first
         self._buf = bytearray()
         self._offset = 0       # stream offset of _buf[0]
         self._failed: DecodeError | None = None
@@ -162,6 +176,8 @@ class FrameDecoder:
 
     def _next(self):
         buf = self._buf
+        if self.header_first and self._offset == 0 and buf[:4] != b"AMQP"[:len(buf)]:
+            raise NotAProtocolHeader(bytes(buf))
         if len(buf) < 8:               # a frame header or protocol header is not complete yet
             return None
         start = self._offset

@@ -32,6 +32,19 @@ def serial_diff(a: int, b: int) -> int:
     return d - MODULUS if d > HALF else d
 
 
+def serial_room(a: int, base: int, count: int) -> int:
+    """How far `base + count` lies ahead of `a`: the signed distance from a to base (serials) plus `count`, a
+    plain uint (a window or a credit may be up to 2^32 - 1, which serial_add refuses). Never raises: a
+    distance of exactly 2^31 counts as behind. What a window or a credit leaves: 2.5.6, 2.6.7."""
+    d = (base - a) & MASK
+    return (d - MODULUS if d >= HALF else d) + count
+
+
+def in_uint_range(value) -> bool:
+    """`value` is an int (not a bool) that fits a uint / sequence-no: 0 <= value < 2^32."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MODULUS
+
+
 def serial_lt(a: int, b: int) -> bool:
     """a < b in RFC 1982 order."""
     return serial_diff(a, b) > 0

@@ -12,7 +12,6 @@ from conformance.brokers.profiles import (
 )
 from conformance.casekit import CaseConclusion
 from conformance.errors import ProvisionFailed, UsageError
-from conformance.verdict import Verdict
 
 
 def test_shipped_profiles_load_and_cover_the_managed_brokers():
@@ -20,7 +19,7 @@ def test_shipped_profiles_load_and_cover_the_managed_brokers():
     for cls in brokers.MANAGED.values():
         assert load_profile(cls.profile_name).name == cls.profile_name
     r4 = load_profile("rabbitmq-4")
-    assert r4.queue_address("q1", "source") == "/queue/q1"
+    assert r4.queue_address("q1", "source") == "/queues/q1"     # v2 addresses: 4.3 refuses v1
     assert r4.queue_address("q1", "target", existing=True) == "/queues/q1"
     assert isinstance(r4.queues["depth"], ManagementCall) and r4.queues["depth"].method == "GET"
     assert isinstance(r4.hooks["memory_alarm_raise"], Command)
@@ -77,7 +76,7 @@ def test_a_missing_hook_is_unsupported_not_a_failure():
     assert not handle.has_hook("memory_alarm")
     with pytest.raises(brokers.HookUnsupported) as info:
         handle.run_hook("memory_alarm", on=True)
-    assert isinstance(info.value, CaseConclusion) and info.value.verdict is Verdict.UNSUPPORTED
+    assert not isinstance(info.value, CaseConclusion)     # a broker-level error; the runner makes it unsupported
     assert info.value.hook == "memory_alarm"
     with pytest.raises(brokers.HookUnsupported):
         handle.create_queue("q", max_length=3)
@@ -128,7 +127,7 @@ def test_resolve_names_urls_and_typos():
     spec = brokers.resolve("amqp://guest:guest@127.0.0.1:5672", "rabbitmq-4")
     assert (spec.name, spec.profile) == ("127.0.0.1:5672", "rabbitmq-4")
     assert brokers.resolve("amqp://127.0.0.1:5672").profile == "generic"
-    with pytest.raises(UsageError, match="did you mean rabbitmq-4.0"):
+    with pytest.raises(UsageError, match=r"did you mean rabbitmq-4\.[03]"):
         brokers.resolve("rabbitmq-4")
     with pytest.raises(UsageError):
         brokers.resolve("amqp://host:notaport")

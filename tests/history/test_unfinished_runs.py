@@ -51,3 +51,23 @@ def test_a_run_that_never_finished_is_shown_as_unfinished(reference_reports, tmp
     assert "UNFINISHED run `run-2`" in (out_dir / "report.md").read_text()
     html = (out_dir / "report.html").read_text()
     assert 'id="unfinished"' in html and "run <code>run-2</code>" in html and "5 of 8 cases recorded" in html
+
+
+def test_a_finished_run_with_cases_in_error_is_shown_as_broken(reference_reports, tmp_path, capsys):
+    """A run whose broker died finishes, but some of its cases ended in error: the report says it broke."""
+    run = copy_run(reference_reports, tmp_path, "run-1")
+    results = run / "results.jsonl"
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    for record in records[-3:]:
+        record.update(verdict="error", reason="the broker died during the case: its process is gone; no verdict")
+    results.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out_dir = tmp_path / "out"
+    assert main(["report", "--reports-dir", str(tmp_path / "reports"), "--out", str(out_dir)]) == 0, \
+        capsys.readouterr()
+    model = json.loads((out_dir / "report.json").read_text())
+    [broken] = model["unfinished_runs"]
+    assert broken["run_id"] == "run-1" and broken["broken"] and "3 of 8 cases ended in error" in broken["reason"]
+    assert not any(c["unfinished"] for c in model["cells"])
+    assert "BROKEN run `run-1`" in (out_dir / "report.md").read_text()
+    html = (out_dir / "report.html").read_text()
+    assert "Unfinished or broken runs" in html and "broken run <code>run-1</code>" in html

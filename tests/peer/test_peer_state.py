@@ -157,3 +157,26 @@ def test_receiver_credit_is_credit_granted_minus_deliveries(initial, grants):
             delivery_id += 1
         assert link.link_credit == credit - credit // 2
     assert link.delivery_count == (initial + delivery_id) % 2**32
+
+
+def test_windows_and_credit_up_to_2_32_minus_1_are_tracked_without_raising():
+    """A window or a credit is a plain uint, not a serial number: 2^31 and more (a broker announcing an
+    unlimited window as 0xFFFFFFFF) once raised SerialUndefined in the reader thread, found by the fuzzer."""
+    big = 0xFFFFFFFF
+    state = PeerState()
+    state.observe_out(Frame(0, Begin(next_outgoing_id=0, incoming_window=big, outgoing_window=big)))
+    state.observe_out(Frame(0, Attach(name="s", handle=0, role=False, source=Source(), target=Target(),
+                                      initial_delivery_count=0)))
+    state.observe_out(Frame(0, Attach(name="r", handle=1, role=True, source=Source(), target=Target())))
+    state.observe_in(Frame(0, Begin(remote_channel=0, next_outgoing_id=0, incoming_window=big, outgoing_window=big)))
+    state.observe_in(Frame(0, Attach(name="s", handle=0, role=True, source=Source(), target=Target())))
+    state.observe_in(Frame(0, Attach(name="r", handle=1, role=False, source=Source(), target=Target(),
+                                     initial_delivery_count=0)))
+    state.observe_in(Frame(0, Flow(next_incoming_id=0, incoming_window=big, next_outgoing_id=0, outgoing_window=big,
+                                   handle=0, delivery_count=0, link_credit=big)))
+    session = state.sessions[0]
+    assert session.remote_incoming_window == big
+    assert session.links[0].link_credit == big
+    state.observe_out(Frame(0, Flow(next_incoming_id=0, incoming_window=big, next_outgoing_id=0, outgoing_window=big,
+                                    handle=1, delivery_count=0, link_credit=2 ** 31)))
+    assert session.links[1].link_credit == 2 ** 31

@@ -17,11 +17,8 @@ OPTIONS = {"quiet_period", "frame_timeout", "connect_timeout"}
 FIELDS_TOO = OPTIONS | {"quiet", "frame", "connect"}          # dataclass fields (the peer's Timeouts)
 FLAGS = ("--quiet-period", "--frame-timeout", "--connect-timeout")
 
-# Defaults written in files of another helper (robust: conformance/peer/, mutants/proxy.py), to be taken from
-# RunOptions there; the lead empties this at the merge:
-#   conformance/peer/connection.py  Timeouts(frame=5.0, quiet=0.5, connect=5.0)
-#   conformance/mutants/proxy.py    MutantProxy(connect_timeout=5.0)
-KNOWN_ELSEWHERE = {"conformance/peer/connection.py", "conformance/mutants/proxy.py"}
+# Defaults written in files of another helper, to be taken from RunOptions there (none left).
+KNOWN_ELSEWHERE: set[str] = set()
 
 
 def numeric(node) -> bool:

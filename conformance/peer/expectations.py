@@ -1,0 +1,203 @@
+"""What the script waits for: matching received frames against patterns, and the bounded, named waits.
+
+This module owns the inbox semantics. Frames arrive in order into the inbox. `expect` scans the inbox in
+arrival order and removes the first frame that matches; frames that do not match stay for later
+expectations. `arrived` keeps every incoming frame whether expected or not. Every wait has a bound and says
+what it waited for when it runs out; a connection that ended or bytes that could not be decoded end every
+wait at once with the error that says so.
+
+`Expectations` is the part of `Peer` that waits; it reads the peer's inbox under the peer's condition
+(`_cond`, `_inbox`, `arrived`, `_failure`, `ending`, `timeouts`), which the peer's reader fills.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+from ..wire import Close, Detach, End, Error, Frame, ProtocolHeader
+from .errors import ConnectionLost, ExpectationTimeout, ScriptError, UnexpectedFrame
+
+
+Matcher = Any  # a value compared with ==, or a callable predicate
+
+
+def _kinds(kinds) -> tuple:
+    if kinds is None:
+        return ()
+    if isinstance(kinds, (tuple, list)):
+        return tuple(kinds)
+    return (kinds,)
+
+
+def _field_matches(want: Any, have: Any) -> bool:
+    if isinstance(want, type):                 # a class: state=Accepted
+        return isinstance(have, want)
+    if callable(want):                         # a predicate; one that raises (e.g. on None) does not match
+        try:
+            return bool(want(have))
+        except Exception:
+            return False
+    return have == want
+
+
+def matches(item: Any, kinds: tuple, channel: int | None, where: Callable | None, fields: dict) -> bool:
+    """Whether a received frame matches a pattern (performative kinds, channel, field matchers, predicate)."""
+    if not isinstance(item, Frame) or item.body is None:
+        return False
+    if kinds and not isinstance(item.body, kinds):
+        return False
+    if channel is not None and item.channel != channel:
+        return False
+    for name, want in fields.items():
+        if not _field_matches(want, getattr(item.body, name, None)):
+            return False
+    if where is None:
+        return True
+    try:
+        return bool(where(item))
+    except Exception:
+        return False
+
+
+def check_fields(kinds: tuple, fields: dict) -> None:
+    """A misspelt field name would make an expectation silently never match: refuse it up front."""
+    for name in fields:
+        if kinds and not any(name in {f.attr for f in getattr(k, "FIELDS", ())} for k in kinds):
+            known = sorted({f.attr for k in kinds for f in getattr(k, "FIELDS", ())})
+            raise ScriptError(f"{'/'.join(k.NAME for k in kinds)} has no field {name!r}; fields are "
+                              f"{', '.join(known)}")
+
+
+def describe_pattern(kinds: tuple, channel: int | None, fields: dict) -> str:
+    names = "|".join(getattr(k, "NAME", k.__name__) for k in kinds) or "any frame"
+    parts = []
+    for k, v in fields.items():
+        shown = v.__name__ if isinstance(v, type) else "<predicate>" if callable(v) else v
+        parts.append(f"{k.replace('_', '-')}={shown}")
+    if channel is not None:
+        parts.insert(0, f"channel={channel}")
+    return f"{names}({', '.join(parts)})"
+
+
+class Expectations:
+    """Waiting for frames (mixed into `Peer`)."""
+
+    # The round-trip time measured during the handshake (seconds; 0 until measured). A quiet period is
+    # watched from when an answer to our last frame could have arrived: on a slow network the broker's
+    # answer comes a round trip later, and an absence check must not end before it could come.
+    round_trip: float = 0.0
+
+    # -- expectations ----------------------------------------------------------------------------------
+
+    def mark(self) -> int:
+        """A position in the incoming stream; `expect(..., after=mark)` ignores frames that came before it."""
+        with self._cond:
+            return len(self.arrived)
+
+    def _wait(self, what: str, timeout: float | None, find: Callable[[], Any]) -> Any:
+        """Wait (bounded, named) until `find()` (called under the lock) returns something."""
+        wait = self.timeouts.frame if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        with self._cond:
+            while True:
+                found = find()
+                if found is not None:
+                    return found
+                if self._failure is not None:
+                    raise self._failure
+                if self.ending is not None:
+                    raise ConnectionLost(what, list(self.arrived), self.ending)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ExpectationTimeout(what, wait, list(self.arrived))
+                self._cond.wait(left)
+
+    def _take(self, accept: Callable[[int, Any], bool]) -> Callable[[], Any]:
+        def find():
+            for i, (seq, item) in enumerate(self._inbox):
+                if accept(seq, item):
+                    del self._inbox[i]
+                    return item
+            return None
+        return find
+
+    def expect(self, kinds=None, *, timeout: float | None = None, channel: int | None = None,
+               where: Callable | None = None, after: int | None = None, **fields: Matcher) -> Frame:
+        """Wait for the first frame in the inbox (arrival order) matching the pattern; remove and return it.
+
+        kinds: a performative class or a tuple of them (None: any). fields: value (==), class (isinstance)
+        or predicate per field. where: a predicate on the whole Frame. after: a `mark()`.
+        """
+        kinds_t = _kinds(kinds)
+        check_fields(kinds_t, fields)
+        what = describe_pattern(kinds_t, channel, fields)
+        return self._wait(what, timeout, self._take(
+            lambda seq, item: (after is None or seq >= after) and matches(item, kinds_t, channel, where, fields)))
+
+    def expect_any(self, *kinds, timeout: float | None = None, **fields) -> Frame:
+        """`expect((A, B, ...))`: whichever of the kinds comes first."""
+        return self.expect(kinds, timeout=timeout, **fields)
+
+    def expect_header(self, protocol_id: int | None = None, *, timeout: float | None = None) -> ProtocolHeader:
+        """Wait for a protocol header; with `protocol_id`, a different one raises UnexpectedFrame."""
+        header = self._wait("a protocol header", timeout,
+                            self._take(lambda seq, item: isinstance(item, ProtocolHeader)))
+        if protocol_id is not None and header.protocol_id != protocol_id:
+            raise UnexpectedFrame(f"expected protocol header id {protocol_id}", header, list(self.arrived))
+        return header
+
+    def expect_nothing(self, kinds=None, *, quiet: float | None = None, channel: int | None = None,
+                       where: Callable | None = None, after: int | None = None, **fields: Matcher) -> list:
+        """Watch the quiet period: raise UnexpectedFrame as soon as a matching frame is in the inbox (one
+        that arrived earlier and was not consumed counts too, unless `after` excludes it); the period is
+        `quiet` (default timeouts.quiet) plus the measured round trip (`round_trip`). Returns the
+        frames that arrived during the period; they stay in the inbox for later expectations. A connection
+        closed by the other side ends the period early (the next expect reports it)."""
+        kinds_t = _kinds(kinds)
+        check_fields(kinds_t, fields)
+        period = (self.timeouts.quiet if quiet is None else quiet) + self.round_trip
+        start = self.mark()
+        deadline = time.monotonic() + period
+        what = describe_pattern(kinds_t, channel, fields)
+        with self._cond:
+            while True:
+                for seq, item in self._inbox:
+                    if (after is None or seq >= after) and matches(item, kinds_t, channel, where, fields):
+                        raise UnexpectedFrame(f"expected no {what} within {period:.2f} s", item,
+                                              list(self.arrived))
+                if self._failure is not None:
+                    raise self._failure
+                left = deadline - time.monotonic()
+                if left <= 0 or self.ending is not None:
+                    return list(self.arrived[start:])
+                self._cond.wait(left)
+
+    def expect_error(self, condition: str | None = None, *, accept=(Detach, End, Close),
+                     timeout: float | None = None, channel: int | None = None) -> Frame:
+        """Wait for the first of `accept` (default detach, end or close) and return it: a broker may answer
+        with end or close where detach was asked, and the caller sees which came (`frame.name`).
+        With `condition`, a frame carrying another error condition (or none) raises UnexpectedFrame."""
+        frame = self.expect(tuple(accept), timeout=timeout, channel=channel)
+        got = self.error_condition(frame)
+        if condition is not None and got != condition:
+            raise UnexpectedFrame(f"expected {'/'.join(k.NAME for k in accept)} with error {condition}", frame,
+                                  list(self.arrived))
+        return frame
+
+    @staticmethod
+    def error_condition(frame: Frame) -> str | None:
+        """The error condition a detach/end/close carries, as a string (None without an error)."""
+        err = getattr(frame.body, "error", None)
+        return str(err.condition) if isinstance(err, Error) and err.condition is not None else None
+
+    def pending(self) -> list:
+        """Frames received and not yet consumed by an expectation, in arrival order."""
+        with self._cond:
+            return [item for _, item in self._inbox]
+
+    def received(self, kind=None) -> list:
+        """Every frame that arrived (consumed or not), optionally only one performative kind."""
+        kinds_t = _kinds(kind)
+        with self._cond:
+            return [f for f in self.arrived if isinstance(f, Frame) and (not kinds_t or isinstance(f.body, kinds_t))]

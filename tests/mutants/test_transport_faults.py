@@ -1,0 +1,124 @@
+"""Transport faults of the mutant proxy against the reference broker: a slow network leaves every verdict
+as it was (absence checks wait a round trip longer), a reset or a stall in the middle of a case makes it
+`error`, never pass or fail."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.cases import load_all
+from conformance.mutants.handle import ProxiedBroker
+from conformance.mutants.proxy import Transport
+from conformance.runner import RunOptions, run_case
+from conformance.selftest.engine import Faults
+from conformance.selftest.handle import ReferenceBrokerHandle
+
+OPTIONS = RunOptions(frame_timeout=1.5, quiet_period=0.25, connect_timeout=2.0)
+CASES = load_all()
+
+
+@pytest.fixture(scope="module")
+def reference():
+    broker = ReferenceBrokerHandle()
+    yield broker
+    broker.stop()
+
+
+def _through(broker, transport, case_id, fault=None):
+    proxied = ProxiedBroker(broker, fault, transport=transport)
+    try:
+        return run_case(CASES[case_id], proxied, OPTIONS), proxied.proxy.stats
+    finally:
+        proxied.stop_proxy()
+
+
+@pytest.mark.parametrize("case_id", ["2.6.8/1", "2.6.7/9", "2.6.10/1"])
+def test_a_slow_network_changes_no_verdict(case_id, reference):
+    """200 ms each way: absence checks ("nothing more arrives") still hold, and still catch a broker that
+    sends one transfer too many (its extra transfer arrives a round trip later, within the quiet period)."""
+    slow = Transport("delay-200ms", delay=0.2)
+    assert _through(reference, slow, case_id)[0].verdict.value == run_case(CASES[case_id], reference, OPTIONS).verdict.value
+    faulty = ReferenceBrokerHandle(Faults(extra_transfers=1))
+    try:
+        direct = run_case(CASES[case_id], faulty, OPTIONS)
+        result, _ = _through(faulty, slow, case_id)
+    finally:
+        faulty.stop()
+    assert direct.verdict.value == "fail"
+    assert result.verdict.value == "fail", result.reason
+
+
+@pytest.mark.parametrize("kind", ["reset", "stall"])
+@pytest.mark.parametrize("case_id", ["2.6.8/1", "2.6.7/1", "2.6.7/3"])
+def test_a_reset_or_stall_mid_case_is_error(kind, case_id, reference):
+    transport = Transport(kind, reset=kind == "reset", stall=kind == "stall")
+    result, stats = _through(reference, transport, case_id)
+    assert (stats.resets if kind == "reset" else stats.stalls) >= 1, "the fault fired"
+    assert result.verdict.value == "error", f"{kind}: {result.verdict.value}: {result.reason}"
+    assert result.violated is None
+
+
+def test_a_reset_is_a_tcp_reset(reference):
+    from conformance.peer import ConnectionLost, Peer, Timeouts
+    from conformance.peer.errors import RESET
+    from conformance.mutants.proxy import MutantProxy
+    with MutantProxy("127.0.0.1", reference.server.port, transport=Transport("reset", reset=True)) as proxy:
+        peer = Peer.connect(f"amqp://127.0.0.1:{proxy.port}", timeouts=Timeouts(frame=2.0, connect=2.0))
+        peer.handshake(sasl="ANONYMOUS")
+        peer.begin()
+        peer.attach_receiver("link-q", "q", handle=0)
+        from conformance.wire import Attach, Transfer
+        peer.expect(Attach, timeout=2.0)           # the broker's attach: the trigger is armed
+        peer.flow(handle=0, link_credit=1)         # the trigger
+        with pytest.raises(ConnectionLost) as info:
+            peer.expect(Transfer, timeout=2.0)
+        peer.close()
+    assert info.value.how == RESET
+
+
+def test_the_transport_matrix_against_the_reference_broker(tmp_path):
+    from conformance.mutants.selfcheck import render_transport_text, run_selfcheck
+    from conformance.run.selection import select_cases
+    broker = ReferenceBrokerHandle()
+    options = RunOptions(frame_timeout=1.5, quiet_period=0.25, connect_timeout=2.0, reports_dir=tmp_path)
+    names = ["delay-50ms", "delay-200ms", "reset", "stall"]
+    try:
+        report, outcome = run_selfcheck(broker, select_cases(["2.6.8/1", "2.7.4/3"]), names, options=options)
+    finally:
+        broker.stop()
+    assert report["kind"] == "transport" and outcome.complete
+    assert report["ok"], report["transport"]
+    for name in ("reset", "stall"):
+        assert report["transport"][name]["fired"] == ["2.6.8/1"]     # 2.7.4/3 attaches no link: nothing fires
+        assert report["verdicts"][name] == {"2.6.8/1": "error", "2.7.4/3": report["verdicts"]["direct"]["2.7.4/3"]}
+    for name in ("delay-50ms", "delay-200ms"):
+        assert report["verdicts"][name] == report["verdicts"]["direct"]
+    text = render_transport_text(report)
+    assert "transport faults handled: yes" in text and "T4 = stall" in text
+    assert "Transport selfcheck" in (outcome.run.path / "selfcheck.md").read_text()
+
+
+def test_transport_takes_only_transport_faults(capsys):
+    from conformance.cli import main
+    assert main(["selfcheck", "--transport", "--broker", "rabbitmq-4.0", "--fault", "drain-stripped"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown fault 'drain-stripped'") and "delay-50ms" in err and err.count("\n") == 1
+
+
+def test_the_transport_matrix_rule():
+    """Where a reset fired the case must be error; where it did not, unchanged -- or error (collateral: a case
+    the fault did not hit may still break, which is never a lie); a pass or fail that differs is wrong."""
+    from conformance.mutants.selfcheck import build_transport_report
+
+    def run(verdicts, fired=()):
+        return {"verdicts": dict(verdicts), "duration_s": 1.0,
+                "records": {c: {"verdict": v, "reason": "r", "observations":
+                                {"transport_fault": "reset fired"} if c in fired else {}} for c, v in verdicts.items()}}
+    direct = {"a": "pass", "b": "fail", "c": "pass", "d": "pass"}
+    runs = {"direct": run(direct), "proxy": run(direct),
+            "reset": run({"a": "error", "b": "error", "c": "error", "d": "fail"}, fired=("a", "d")),
+            "delay-200ms": run({"a": "pass", "b": "pass", "c": "pass", "d": "pass"})}
+    report = build_transport_report({"name": "x"}, list(direct), ["reset", "delay-200ms"], runs, OPTIONS)
+    reset, delay = report["transport"]["reset"], report["transport"]["delay-200ms"]
+    assert set(reset["collateral_errors"]) == {"b", "c"} and set(reset["wrong"]) == {"d"}
+    assert set(delay["wrong"]) == {"b"} and not report["ok"]
