@@ -75,6 +75,14 @@ def http_400_after_eof(conn: socket.socket) -> None:
     conn.shutdown(socket.SHUT_WR)
 
 
+def amqp_0_9_1(conn: socket.socket) -> None:
+    """What an AMQP 0-9-1 broker (RabbitMQ without AMQP 1.0) says to any other protocol header: its own
+    header, then it closes."""
+    conn.recv(8)
+    conn.sendall(b"AMQP\x00\x00\x09\x01")
+    conn.shutdown(socket.SHUT_WR)
+
+
 def frame_size(size: int) -> Callable[[socket.socket], None]:
     """The client's own protocol header echoed (SASL or AMQP: a valid answer), then a frame header whose SIZE
     is `size` (and nothing after it)."""

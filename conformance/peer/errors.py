@@ -87,10 +87,10 @@ class MalformedInput(PeerError, MalformedFrame):
 class NotAmqp(PeerError, NotAmqpServer):
     """The other side answered with bytes that are not an AMQP protocol header (an HTTP server, say)."""
 
-    def __init__(self, who: str, data: bytes, role: str = "server"):
+    def __init__(self, who: str, data: bytes, role: str = "server", answer: str | None = None):
         self.data = bytes(data)
-        msg = (f"{who} is not an AMQP 1.0 {role}: it answered {excerpt(data)}; check the host and port "
-               f"(AMQP listens on 5672, or 5671 for amqps://)")
+        msg = (f"{who} is not an AMQP 1.0 {role}: it answered {answer or excerpt(data)}; check the host and "
+               f"port (AMQP 1.0 listens on 5672, or 5671 for amqps://)")
         PeerError.__init__(self, msg)
         NotAmqpServer.__init__(self, msg)
 

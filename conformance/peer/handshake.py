@@ -17,7 +17,7 @@ import time
 
 from ..wire import AMQP_HEADER, SASL_HEADER, Open, SaslInit, SaslMechanisms, SaslOutcome, Symbol
 from ..wire.frames import PROTOCOL_AMQP, PROTOCOL_SASL, SASL_FRAME
-from .errors import ConnectionLost, ExpectationTimeout, SaslFailed
+from .errors import ConnectionLost, ExpectationTimeout, NotAmqp, SaslFailed
 from .ladder import summarize
 
 PROBE = 1.0   # the longest we wait for a silent server's answer to our half-close
@@ -25,9 +25,10 @@ PROBE = 1.0   # the longest we wait for a silent server's answer to our half-clo
 
 def first_header(peer):
     """Wait for the other side's first protocol header; when nothing at all arrived, half-close and wait a
-    little for an answer (a non-AMQP answer raises NotAmqp; anything else re-raises the timeout)."""
+    little for an answer (a non-AMQP answer raises NotAmqp; anything else re-raises the timeout). A header of
+    another AMQP version (an AMQP 0-9-1 broker answers "AMQP" 0 0 9 1 and closes) raises NotAmqp too."""
     try:
-        return peer.expect_header()
+        header = peer.expect_header()
     except ExpectationTimeout as timeout:
         if peer.arrived:
             raise
@@ -37,6 +38,12 @@ def first_header(peer):
         except (ExpectationTimeout, ConnectionLost):
             pass
         raise timeout from None
+    if (header.major, header.minor, header.revision) != (1, 0, 0):
+        version = ".".join(str(v) for v in (header.major, header.minor, header.revision))
+        who = peer.address.redacted() if peer.address is not None else "the other side"
+        raise NotAmqp(who, header.raw, answer=f"the protocol header of AMQP {version} "
+                                             f"({header.raw.hex(' ')}), not 1.0.0")
+    return header
 
 
 def client_handshake(peer, *, sasl: str | None = "auto", container_id: str | None = None,

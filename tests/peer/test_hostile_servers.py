@@ -9,7 +9,7 @@ import struct
 import time
 
 import pytest
-from hostile_servers import HostileServer, frame_size, http_400, http_400_after_eof
+from hostile_servers import HostileServer, amqp_0_9_1, frame_size, http_400, http_400_after_eof
 
 from conformance.errors import EXIT_MALFORMED_FRAME, EXIT_NOT_AMQP
 from conformance.peer import MalformedInput, NotAmqp, Peer, Timeouts
@@ -34,6 +34,15 @@ def test_a_web_server_is_not_an_amqp_server(answer):
     assert str(error).startswith(f"{server.url} is not an AMQP 1.0 server: it answered \"HTTP/1.0 400 Bad request")
     assert "\n" not in str(error)
     assert elapsed < 1.0 + 1.0 + 0.5          # the frame timeout, then at most the 1 s probe
+
+
+def test_an_amqp_0_9_1_broker_is_not_an_amqp_1_0_server():
+    with HostileServer(amqp_0_9_1) as server:
+        error, elapsed = handshake(server.url, frame=3.0)
+    assert isinstance(error, NotAmqp) and error.exit_code == EXIT_NOT_AMQP
+    assert str(error).startswith(f"{server.url} is not an AMQP 1.0 server: it answered the protocol header of "
+                                 "AMQP 0.9.1 (41 4d 51 50 00 00 09 01), not 1.0.0")
+    assert elapsed < 1.0
 
 
 def test_a_frame_larger_than_the_limit_before_open_is_malformed_at_once():
