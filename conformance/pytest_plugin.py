@@ -93,6 +93,7 @@ def conformance_broker(request):
 def conformance_queue(conformance_broker, request):
     """A queue name no other test uses, on the parametrised broker; deleted afterwards when the profile can."""
     name = conformance_broker.unique_queue("t")
+    conformance_broker.create_queue(name)        # brokers that need queues declared first (RabbitMQ 4.3, Broker-J)
     yield name
     try:
         conformance_broker.delete_queue(name)

@@ -119,7 +119,7 @@ def _unless_the_broker_died(result: CaseResult, ctx, broker, options: RunOptions
     the verdict the case would have given is kept in the observations."""
     from .brokers.liveness import died_during
     try:
-        died = died_during([c.peer for c in ctx.connections], broker, options.frame_timeout)
+        died = died_during([c.peer for c in ctx.connections], broker, options.frame_timeout, result.verdict.value)
     except Exception:              # run_case never raises; the case's own verdict stands
         return
     if died is None:

@@ -2,8 +2,10 @@
 
 `Broker` (module `interface`) is the one interface every broker implements (a typing.Protocol).
 `resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec, timeout=)` gives the
-BrokerHandle the cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This package never
-prints a broker URL with its password (handles have `redacted_url`). Managed kinds: rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c (the default: it builds in a second
+BrokerHandle the cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This
+package never prints a broker URL with its password (handles have `redacted_url`). Managed kinds: RabbitMQ
+4.3, 4.0 and 3.10, Qpid Broker-J per release line, ActiveMQ Artemis per release (`SERIES` lists the release
+series), and qpid-proton-c (the default: it builds in a second
 and starts in a fraction of one, so a new user gets real verdicts fastest).
 """
 
@@ -21,13 +23,38 @@ from .managed import ManagedBroker, NodeRecord, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
 from .rabbitmq import RabbitMQ40, RabbitMQ310
+from .artemis import RELEASES as ARTEMIS_RELEASES
+from .qpid_broker_j import QpidBrokerJ80, QpidBrokerJ92, QpidBrokerJ100
+from .rabbitmq43 import RabbitMQ43
 
 MANAGED: dict[str, type[ManagedBroker]] = {
+    "rabbitmq-4.3": RabbitMQ43,
     "rabbitmq-4.0": RabbitMQ40,
     "rabbitmq-3.10": RabbitMQ310,
     "qpid-proton-c": ProtonCBroker,
+    "qpid-broker-j-10.0": QpidBrokerJ100,
+    "qpid-broker-j-9.2": QpidBrokerJ92,
+    "qpid-broker-j-8.0": QpidBrokerJ80,
+    **ARTEMIS_RELEASES,
 }
 DEFAULT_BROKER = "qpid-proton-c"
+# release series, oldest first: what `bisect --series` walks and `brokers provision --series` installs
+SERIES: dict[str, tuple[str, ...]] = {
+    "rabbitmq": ("rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3"),
+    "qpid-broker-j": ("qpid-broker-j-8.0", "qpid-broker-j-9.2", "qpid-broker-j-10.0"),
+    "artemis": tuple(ARTEMIS_RELEASES),
+}
+
+
+def series(name: str) -> list[str]:
+    """The managed brokers of a release series, oldest first (UsageError for an unknown series)."""
+    if name not in SERIES:
+        raise UsageError(f"unknown series {name!r}; use one of {', '.join(SERIES)}")
+    return list(SERIES[name])
+
+
+# what the suite's own tests start (./dev test provisions these and no more)
+TESTED = ("qpid-proton-c", "rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3", "qpid-broker-j-9.2", "artemis-2.40.0")
 
 
 @dataclass(frozen=True)
@@ -95,6 +122,7 @@ def describe(handle: BrokerHandle, spec: BrokerSpec) -> dict:
             "product": handle.product, "version": handle.version, "node": handle.node, "managed": spec.url is None}
 
 
-__all__ = ["MANAGED", "DEFAULT_BROKER", "Broker", "WrappedBroker", "is_broker", "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
+__all__ = ["MANAGED", "DEFAULT_BROKER", "TESTED", "SERIES", "series", "Broker", "WrappedBroker", "is_broker",
+           "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
            "start", "attach", "describe", "record_broker_identity", "stop_all", "available_profiles", "load_profile",
            "Profile", "NodeRecord"]

@@ -23,13 +23,20 @@ def register(sub) -> None:
     p.add_argument("action", choices=["list", "up", "down", "status", "provision"])
     p.add_argument("names", nargs="*", help="managed broker names (default for up: qpid-proton-c; provision: all)")
     p.add_argument("--all", action="store_true", help="every managed broker")
+    p.add_argument("--tested", action="store_true", help="the managed brokers the suite's own tests use")
+    p.add_argument("--series", default=None, metavar="NAME",
+                   help="every release of a series, oldest first (artemis, qpid-broker-j, rabbitmq)")
     p.add_argument("--port", type=int, default=None, help="up: listen on this loopback port (default: a free one)")
     p.set_defaults(func=cmd_brokers)
 
 
 def cmd_brokers(args) -> int:
-    from . import DEFAULT_BROKER, MANAGED, resolve
+    from . import DEFAULT_BROKER, MANAGED, TESTED, resolve, series
     names = list(MANAGED) if getattr(args, "all", False) else list(args.names)
+    if getattr(args, "tested", False):
+        names += list(TESTED)
+    if getattr(args, "series", None):
+        names += series(args.series)                 # UsageError for an unknown series
     for n in names:
         resolve(n)                                   # UsageError (with a suggestion) for an unknown name
     port = getattr(args, "port", None)
@@ -38,10 +45,7 @@ def cmd_brokers(args) -> int:
     if args.action == "list":
         return _list(MANAGED, DEFAULT_BROKER)
     if args.action == "provision":
-        for name in names or list(MANAGED):
-            seconds = MANAGED[name]().ensure_provisioned()
-            print(f"{name}: {'provisioned in %.1f s' % seconds if seconds else 'already provisioned'}")
-        return 0
+        return _provision(names or list(MANAGED))
     if args.action == "up":
         wanted = names or [DEFAULT_BROKER]
         if port is not None and len(wanted) > 1:
@@ -54,11 +58,30 @@ def cmd_brokers(args) -> int:
     return 2
 
 
+def _provision(names: list[str]) -> int:
+    """Provision each (once); a broker that cannot be provisioned is one line, the others still are; exit 8
+    when any failed."""
+    from . import MANAGED
+    from ..errors import ConformanceError, EXIT_PROVISION_FAILED
+    failed = 0
+    for name in dict.fromkeys(names):
+        try:
+            seconds = MANAGED[name]().ensure_provisioned()
+        except ConformanceError as exc:
+            if len(names) == 1:
+                raise
+            print(f"{name}: not provisioned: {exc.message}")
+            failed = exc.exit_code
+            continue
+        print(f"{name}: {'provisioned in %.1f s' % seconds if seconds else 'already provisioned'}")
+    return EXIT_PROVISION_FAILED if failed else 0
+
+
 def _list(managed, default) -> int:
     for name, cls in managed.items():
         state = "provisioned" if cls().provisioned() else "not provisioned"
         mark = " (default)" if name == default else ""
-        print(f"{name:<15} {state:<16} {cls.description}{mark}")
+        print(f"{name:<20} {state:<16} {cls.description}{mark}")
     return 0
 
 
@@ -127,6 +150,13 @@ def stop_record(r: NodeRecord) -> None:
     if pid_alive(r.pid):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(r.pid, signal.SIGTERM)
+        deadline = time.monotonic() + 20                 # a JVM takes a moment; then its group is killed
+        while pid_alive(r.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)  # bounded-wait-ok: the node's process exiting after SIGTERM
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(r.pid, signal.SIGKILL)
+    for mount in r.extra.get("mounts", []):      # a Java broker's tmpfs (its store / journal)
+        subprocess.run(["umount", "-l", mount], capture_output=True, timeout=30)
     from .rabbitmq import stop_epmd            # the node's own epmd (not in its process group)
     stop_epmd(r.extra.get("epmd_port"))
     shutil.rmtree(r.workdir, ignore_errors=True)
@@ -136,6 +166,6 @@ def stop_record(r: NodeRecord) -> None:
             shutil.rmtree(node_dir, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         r.path.unlink()
-    if r.kind == "rabbitmq-4.0":
-        from .rabbitmq import RabbitMQ40
-        RabbitMQ40()._release_chroot()
+    from . import MANAGED
+    if hasattr(MANAGED.get(r.kind), "_release_chroot"):       # the RabbitMQ nodes in a debootstrap root
+        MANAGED[r.kind]()._release_chroot()

@@ -9,6 +9,7 @@ raises `HookUnsupported` (the case reports unsupported). It never prints the URL
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -19,7 +20,7 @@ from urllib.parse import quote
 from ..peer import TLSOptions, parse_url
 from . import amqp_ops
 from .broker_errors import HookFailed, HookUnsupported
-from .profiles import Command, ManagementCall, Profile, expand, fill, fill_value, tools_needed
+from .profiles import Command, HttpCall, ManagementCall, Profile, expand, fill, fill_value, tools_needed
 
 LIMIT_HOOKS = {"max_length": "queue_length_limit", "max_length_bytes": "queue_size_limit"}
 
@@ -172,6 +173,10 @@ class BrokerHandle:
         if isinstance(reply, amqp_ops.ManagementReply):
             body = reply.body if isinstance(reply.body, dict) else {}
             return int(body.get("message_count", 0))
+        if isinstance(reply, HttpReply):           # Broker-J REST (queueDepthMessages), Jolokia read (value)
+            body = reply.body if isinstance(reply.body, dict) else {}
+            body = {**body, **(body.get("statistics") or {})}
+            return int(next((body[k] for k in ("queueDepthMessages", "value", "message_count") if k in body), 0))
         for line in reply.stdout.splitlines():
             parts = line.split()
             if len(parts) >= 2 and parts[0] == queue and parts[-1].isdigit():
@@ -242,6 +247,8 @@ class BrokerHandle:
             path = fill(action.path, {k: quote(str(v), safe="") for k, v in values.items()})
             return amqp_ops.management(self._endpoint(), action.method, path, fill_value(action.body, values),
                                        action.ok)
+        if isinstance(action, HttpCall):
+            return http_action(self.tools["http"], action, what, values)
         if not isinstance(action, Command):
             raise HookFailed(f"{what}: the profile's action {action!r} cannot be run here")
         argv = expand(action, self.tools, **values)
@@ -285,6 +292,42 @@ class BrokerHandle:
             if Path(path).exists():
                 text += Path(path).read_text(errors="replace")
         return "\n".join(text.strip().splitlines()[-lines:])
+
+
+class HttpReply:
+    """What an HTTP management action returned (`stdout` is the body as text, for `alarm_wait` checks)."""
+
+    def __init__(self, status: int, body):
+        self.status = status
+        self.body = body
+        self.stdout = body if isinstance(body, str) else json.dumps(body)
+
+
+def http_action(tool: list[str], action: HttpCall, what: str, values: dict) -> HttpReply:
+    """Run an HTTP management call against the "http" tool (base URL, then key=value settings)."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+    from .jvm import http
+    settings = dict(part.split("=", 1) for part in tool[1:] if "=" in part)
+    password_env = settings.pop("password_env", None)
+    values = {**settings, **values}
+    base = urlsplit(tool[0])
+    user = unquote(base.username) if base.username else None
+    password = unquote(base.password) if base.password else (os.environ.get(password_env) if password_env else None)
+    netloc = base.hostname + (f":{base.port}" if base.port else "")
+    url = urlunsplit((base.scheme, netloc, base.path.rstrip("/"), "", "")) + fill(
+        action.path, {k: quote(str(v), safe="") for k, v in values.items()})
+    status, body = http(action.method, url, fill_value(action.body, values), user=user, password=password,
+                        headers={"Origin": f"{base.scheme}://localhost"})
+    if status not in action.ok:
+        detail = body if isinstance(body, str) else json.dumps(body)
+        raise HookFailed(f"{what}: {action.method} {base.path.rstrip('/')}{fill(action.path, values)} answered "
+                         f"{status or 'nothing'} ({detail.strip()[:200]})")
+    # a Jolokia reply carries its own status per request (an `ok` of the action accepts it, e.g. 404)
+    replies = body if isinstance(body, list) else [body]
+    for reply in replies:
+        if isinstance(reply, dict) and "request" in reply and reply.get("status") not in action.ok:
+            raise HookFailed(f"{what}: the management call failed ({str(reply.get('error'))[:200]})")
+    return HttpReply(status, body)
 
 
 def _with_profile_credentials(url: str, profile: Profile) -> str:

@@ -8,7 +8,11 @@ away), every connection it had ends too, and a verdict drawn from that would lie
 - when one of the case's connections ended (TCP FIN or reset, or after a close frame, which a broker shutting
   down cleanly sends first: `Peer.ending`), the broker is asked once more: a new connection and an AMQP
   handshake, bounded by the run's frame timeout. A broker that no longer accepts connections, or accepts them
-  and no longer completes the handshake, is dead.
+  and no longer completes the handshake, is dead;
+- so is one that no longer completes a handshake after a case that talked to it drew a verdict (pass, fail,
+  non-strict, informational): a hung process (stopped, swapping, deadlocked) keeps its connections open and
+  just stops answering, which a case would otherwise read as a missing answer (fail) or as the absence it
+  watched for (pass). One handshake per case: milliseconds while the broker is well.
 
 `died_during(peers, broker, timeout)` returns the one-line reason (None when the broker is alive); the runner
 turns the case into `error` with it.
@@ -28,6 +32,7 @@ from ..peer.errors import CLOSE_FRAME, FIN, RESET, SOCKET_ERROR
 
 LOST = {FIN: "closed without a close frame (FIN)", RESET: "reset (RST)", SOCKET_ERROR: "lost (socket error)",
         CLOSE_FRAME: "closed after a close frame"}   # a broker shutting down cleanly sends close first
+CONCLUDED = ("pass", "fail", "non-strict", "informational")   # verdicts a silent (hung) broker could cause
 
 
 def process_gone(broker: Broker) -> str | None:
@@ -83,16 +88,21 @@ def cut_or_stalled(peers, timeout: float) -> str | None:
     return None
 
 
-def died_during(peers, broker: Broker, timeout: float) -> str | None:
-    """Why the broker is taken to have died during the case (one line), or None when it is alive."""
+def died_during(peers, broker: Broker, timeout: float, verdict: str | None = None) -> str | None:
+    """Why the broker is taken to have died (or hung) during the case (one line), or None when it is alive.
+    `verdict`: the case's own; any verdict a case drew from talking to the broker may come from a broker that
+    stopped answering (a hung process keeps its connections open: a missing answer reads as a fail, a missing
+    frame as a pass), so then it is asked too."""
     lost = [p.ending for p in peers if p.ending in LOST and not _we_closed(p)]
     gone = process_gone(broker)
-    if gone is None and lost:
-        gone = unanswered(broker, timeout)
+    if gone is not None:
+        what = "died"
+    elif lost or (peers and verdict in CONCLUDED):
+        gone, what = unanswered(broker, timeout), "died" if lost else "stopped answering"
     if gone is None:
         return None
     how = f"a connection was {LOST[lost[0]]} and " if lost else ""
-    return f"the broker died during the case: {how}{gone}; no verdict can be drawn from this case"
+    return f"the broker {what} during the case: {how}{gone}; no verdict can be drawn from this case"
 
 
 def _we_closed(peer) -> bool:

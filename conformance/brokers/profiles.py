@@ -8,6 +8,11 @@ An action is one of
   broker provides) splices in that tool's argv; other "{name}" placeholders are filled from parameters;
 - an AMQP management call: `{ amqp_management = { method = "PUT", path = "/queues/{queue}", body = {...} } }`
   (RabbitMQ 4's HTTP-over-AMQP node `/management`; needs nothing but the AMQP connection);
+- an HTTP management call: `{ http = { method = "POST", path = "/api/latest/queue/{queue}", body = {...} } }`
+  against the tool named "http": its first element is the base URL (credentials may be in it), the others
+  `key=value` settings (`password_env=NAME` takes the password from that environment variable; any other key
+  fills `{key}` in path and body). A managed broker provides it; for a broker by URL put it under [commands];
+  a body that is a list is sent as it is (e.g. a Jolokia bulk request);
 - a keyword: "auto" (the broker creates queues on attach), "amqp" (preload by publishing with our peer),
   "drain" (purge by consuming over AMQP).
 """
@@ -50,7 +55,15 @@ class ManagementCall:
     ok: tuple[int, ...] = (200, 201, 204)
 
 
-Action = Command | ManagementCall | str
+@dataclass(frozen=True)
+class HttpCall:
+    method: str
+    path: str
+    body: Any = None
+    ok: tuple[int, ...] = (200, 201, 204)
+
+
+Action = Command | ManagementCall | HttpCall | str
 
 
 @dataclass(frozen=True)
@@ -203,11 +216,21 @@ def _action(value: Any, key: str, keywords: set[str], bad) -> Action:
             raise bad(f"{key}.amqp_management needs method and path (and optionally body, ok)")
         ok = tuple(int(c) for c in call.get("ok", (200, 201, 204)))
         return ManagementCall(str(call["method"]).upper(), str(call["path"]), call.get("body"), ok)
-    raise bad(f"{key} must be an argv list or {{ amqp_management = {{ method, path, body }} }}")
+    if isinstance(value, dict) and set(value) == {"http"}:
+        call = value["http"]
+        if not isinstance(call, dict) or "method" not in call or "path" not in call:
+            raise bad(f"{key}.http needs method and path (and optionally body, ok)")
+        ok = tuple(int(c) for c in call.get("ok", (200, 201, 204)))
+        return HttpCall(str(call["method"]).upper(), str(call["path"]), call.get("body"), ok)
+    raise bad(f"{key} must be an argv list, {{ amqp_management = {{ method, path, body }} }} or "
+              "{ http = { method, path, body } }")
 
 
 def tools_needed(action: Action) -> set[str]:
-    """The tools a command splices in: whole "{name}" elements that are not parameters."""
+    """The tools a command splices in: whole "{name}" elements that are not parameters (an HTTP call needs
+    the tool "http", its base URL)."""
+    if isinstance(action, HttpCall):
+        return {"http"}
     if not isinstance(action, Command):
         return set()
     return {p[1:-1] for p in action.argv if p.startswith("{") and p.endswith("}") and p[1:-1] not in PARAMETERS}

@@ -29,6 +29,13 @@ def version_key(version: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts)
 
 
+def series_of(broker: str) -> str:
+    """The release series a broker belongs to (a managed release such as artemis-2.40.0 -> artemis), or the
+    broker itself."""
+    from ..brokers import SERIES
+    return next((name for name, members in SERIES.items() if broker in members), broker)
+
+
 def classify_change(before: str, after: str) -> str:
     """regression (got worse on a judged verdict), fix (got better), or change (anything else)."""
     good = ("pass", "informational")
@@ -176,8 +183,11 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
     requirements = catalogue.load()
     known_cases = load_all()
 
-    columns = sorted(columns_info, key=lambda key: (columns_info[key]["broker"],
-                                                    version_key(columns_info[key]["version"])))
+    for info in columns_info.values():
+        info["series"] = series_of(info["broker"])
+    columns = sorted(columns_info, key=lambda key: (columns_info[key]["series"],
+                                                    version_key(columns_info[key]["version"]),
+                                                    columns_info[key]["broker"]))
     cases: dict[str, dict] = {}
     for cid, spec in known_cases.items():
         cases[cid] = {"id": cid, "title": spec.title, "section": spec.section, "level": spec.level,
@@ -230,9 +240,9 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
                  "score": r["score"]} for r in score_rows(lambda case: case["level"])]
 
     changes = []
-    by_broker: dict[str, list[str]] = defaultdict(list)
+    by_broker: dict[str, list[str]] = defaultdict(list)      # consecutive versions of a broker or a series
     for column in columns:
-        by_broker[columns_info[column]["broker"]].append(column)
+        by_broker[columns_info[column]["series"]].append(column)
     for broker, cols in by_broker.items():
         for before, after in zip(cols, cols[1:]):
             for cid in cases:

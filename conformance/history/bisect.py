@@ -1,4 +1,5 @@
-"""Bisecting broker builds: the first build of an ordered series where a case stops passing.
+"""Bisecting broker builds: the first build of an ordered series where a case's verdict changes (a
+regression, or a fix).
 
 A build is a managed broker (`rabbitmq-4.0`), a URL, or a command that starts a broker (with `{port}` in it
 and a URL to reach it). `bisect` looks up every build's verdict in the history first and runs the case only
@@ -133,6 +134,75 @@ def search(count: int, probe: Callable[[int], tuple[str, str]]) -> SearchResult:
         else:
             bad = mid
     result.first_bad = bad
+    return result
+
+
+@dataclass
+class ChangeStep:
+    index: int
+    verdict: str
+    source: str       # history / run
+
+
+@dataclass
+class ChangeResult:
+    """Where a case's verdict first differs from the oldest testable build's: `changed` is the index of the
+    first build with another verdict, `before` the last one probed with the old verdict (None: no change)."""
+
+    changed: int | None = None
+    before: int | None = None
+    verdict_before: str = ""
+    verdict_after: str = ""
+    steps: list[ChangeStep] = field(default_factory=list)
+    note: str = ""
+
+
+UNTESTABLE = ("error", "unsupported")
+def change_kind(before: str, after: str) -> str:
+    """A regression (a passing verdict becomes a failing one: fail, non-strict), a fix (the other way round),
+    or a change (e.g. informational -> pass: what the broker does changed, not whether it conforms)."""
+    old, new = outcome_of(before), outcome_of(after)
+    if old == GOOD and new == BAD:
+        return "regression"
+    if old == BAD and new == GOOD:
+        return "fix"
+    return "change"
+
+
+def first_change(count: int, verdict_of: Callable[[int], tuple[str, str]]) -> ChangeResult:
+    """The first build whose verdict differs from the oldest testable build's, assuming one change point
+    (old...old new...new). Builds where the case cannot be judged (error, unsupported) are stepped around;
+    the oldest and newest testable builds anchor the search, then `search` halves the range between them."""
+    result = ChangeResult()
+    seen: dict[int, str] = {}
+
+    def look(i: int) -> str:
+        if i not in seen:
+            verdict, source = verdict_of(i)
+            seen[i] = verdict
+            result.steps.append(ChangeStep(i, verdict, source))
+        return seen[i]
+
+    first = next((i for i in range(count) if look(i) not in UNTESTABLE), None)
+    if first is None:
+        result.note = "no build could be tested"
+        return result
+    last = next((i for i in range(count - 1, first, -1) if look(i) not in UNTESTABLE), None)
+    reference = seen[first]
+    if last is None or seen[last] == reference:
+        result.note = (f"the newest testable build still gives {reference}" if last is not None else
+                       "only one build could be tested")
+        return result
+
+    def probe(k: int) -> tuple[str, str]:
+        verdict = look(first + k)
+        return (SKIP if verdict in UNTESTABLE else GOOD if verdict == reference else BAD), ""
+
+    found = search(last - first + 1, probe)
+    changed = first + found.first_bad
+    result.changed, result.note = changed, found.note
+    result.before = max(i for i, v in seen.items() if i < changed and v == reference)
+    result.verdict_before, result.verdict_after = reference, seen[changed]
     return result
 
 

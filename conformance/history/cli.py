@@ -54,12 +54,16 @@ def register(sub) -> None:
     _history_options(d)
     d.set_defaults(func=cmd_diff)
 
-    b = sub.add_parser("bisect", help="first build of an ordered series where a case stops passing")
+    b = sub.add_parser("bisect", help="first build of an ordered series where a case's verdict changes "
+                                      "(a regression or a fix)")
     selection.add_arguments(b)
     b.add_argument("--build", action="append", default=[], metavar="NAME|URL",
                    help="a build, in order, oldest first (managed broker name or URL); repeatable")
     b.add_argument("--builds", default=None, metavar="FILE.toml",
                    help="builds from a file: [[build]] label, broker | url | command (+ url), profile")
+    b.add_argument("--series", default=None, metavar="NAME",
+                   help="the managed releases of a series, oldest first (artemis, qpid-broker-j, rabbitmq); "
+                        "each is provisioned when the search first needs it")
     b.add_argument("--no-history", action="store_true", help="run every point the search needs")
     _history_options(b)
     run_options.add_arguments(b, "frame_timeout", "quiet_period", "connect_timeout")
@@ -233,12 +237,17 @@ def cmd_diff(args) -> int:
 
 
 def cmd_bisect(args) -> int:
-    from .bisect import BAD, build_from_arg, load_builds, outcome_of, run_case_on, search
+    from .bisect import UNTESTABLE, Build, build_from_arg, change_kind, first_change, load_builds, run_case_on
     case = _one_case(args)
     options = run_options.from_args(args, workers=0)
-    if args.builds and args.build:
-        raise UsageError("give builds either with --build (repeatable) or --builds FILE, not both")
-    builds = load_builds(Path(args.builds)) if args.builds else [build_from_arg(b) for b in args.build]
+    given = [bool(args.builds), bool(args.build), bool(args.series)]
+    if sum(given) > 1:
+        raise UsageError("give builds one way: --build (repeatable), --builds FILE or --series NAME")
+    if args.series:
+        from .. import brokers
+        builds = [Build(label=name, broker=name) for name in brokers.series(args.series)]
+    else:
+        builds = load_builds(Path(args.builds)) if args.builds else [build_from_arg(b) for b in args.build]
     if len(builds) < 2:
         raise UsageError("bisect needs at least two builds, oldest first")
     known: dict[str, tuple[str, str]] = {}
@@ -255,32 +264,38 @@ def cmd_bisect(args) -> int:
         _say(f"the history knows {len(known)} of {len(builds)} builds for {case.id}")
     reasons: dict[int, str] = {}
 
-    def probe(i: int):
+    def verdict_of(i: int) -> tuple[str, str]:
+        """(verdict, source) of the case on build i: from the history when it has a testable one, else a run."""
         build = builds[i]
-        if build.label in known and outcome_of(known[build.label][0]) != "skip":
+        if build.label in known and known[build.label][0] not in ("error", "unsupported"):
             verdict, reason = known[build.label]
             reasons[i] = f"{verdict} (history): {reason}"
             _say(f"[{i + 1}/{len(builds)}] {build.label}: {verdict} (from the history)")
-            return outcome_of(verdict), "history"
+            return verdict, "history"
         _say(f"[{i + 1}/{len(builds)}] {build.label}: running {case.id}")
         record = run_case_on(build, case, options.reports_dir, options)
         run = f"run {record['run_id']}" if record["run_id"] else "not started"
         reasons[i] = f"{record['verdict']} ({run}): {record['reason']}"
         _say(f"[{i + 1}/{len(builds)}] {build.label}: {record['verdict']} - {record['reason'][:100]}")
-        return outcome_of(record["verdict"]), "run"
+        return record["verdict"], "run"
 
-    result = search(len(builds), probe)
+    result = first_change(len(builds), verdict_of)
     print(f"\nbisect {case.id} over {len(builds)} builds:")
     for step in sorted(result.steps, key=lambda s: s.index):
-        print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {step.outcome:<5} {reasons[step.index][:100]}")
+        state = "skip" if step.verdict in UNTESTABLE else step.verdict
+        print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {state:<14} {reasons[step.index][:100]}")
     ran = sum(1 for s in result.steps if s.source == "run")
-    if result.first_bad is not None and result.steps and any(s.outcome == BAD for s in result.steps):
-        print(f"first failing build: {builds[result.first_bad].label}"
-              + (f" ({result.note})" if result.note else "") + f"; {ran} run(s), "
-              f"{len(result.steps) - ran} from the history")
-        return EXIT_OK
-    print(f"no failing build found: {result.note}; {ran} run(s)")
-    return EXIT_MUST_FAILED
+    counts = f"{ran} run(s), {len(result.steps) - ran} from the history"
+    if result.changed is None:
+        print(f"no change found: {result.note}; {counts}")
+        return EXIT_MUST_FAILED
+    before, after = builds[result.before].label, builds[result.changed].label
+    kind = change_kind(result.verdict_before, result.verdict_after)
+    if kind == "regression" and result.verdict_before in ("pass", "informational"):
+        print(f"first failing build: {after}")
+    print(f"the verdict of {case.id} changes between {before} and {after}: {result.verdict_before} -> "
+          f"{result.verdict_after} ({kind})" + (f"; {result.note}" if result.note else "") + f"; {counts}")
+    return EXIT_OK
 
 
 def cmd_bisect_run(args) -> int:

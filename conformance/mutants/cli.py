@@ -26,7 +26,8 @@ def register(sub) -> None:
                                          "proxy once per fault; print the fault x case sensitivity matrix")
     selection.add_arguments(p)
     p.add_argument("--broker", required=True, metavar="NAME|URL",
-                   help="managed broker (rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c) or amqp://user:pass@host:port")
+                   help="managed broker (qpid-proton-c, rabbitmq-3.10|4.0|4.3, qpid-broker-j-9.2, artemis-2.40.0, ...: "
+                        "`brokers list`) or amqp://user:pass@host:port")
     p.add_argument("--profile", default=None, help="profile for a URL broker (see `run --help`)")
     p.add_argument("--fault", action="append", default=[], metavar="F",
                    help="a fault to run (repeatable; default: all): " + ", ".join(FAULTS)

@@ -89,8 +89,21 @@ def level_badge(level: str) -> str:
 
 
 def column_label(column: dict) -> str:
-    return (f'<span class="col-broker">{esc(column["broker"])}</span>'
+    """The column's broker -- its release series when it has one (artemis, rabbitmq: consecutive columns in
+    version order) -- over its version."""
+    return (f'<span class="col-broker">{esc(column.get("series") or column["broker"])}</span>'
             f'<span class="col-version">{esc(column["version"])}</span>')
+
+
+def series_starts(columns: list[dict]) -> set[str]:
+    """Keys of the columns that open a run of one series (a border separates series in the matrix)."""
+    starts, previous = set(), None
+    for column in columns:
+        series = column.get("series") or column["broker"]
+        if series != previous:
+            starts.add(column["key"])
+        previous = series
+    return starts
 
 
 # -- page parts ---------------------------------------------------------------------------------------------
@@ -133,6 +146,7 @@ table#matrix{border-spacing:2px;background:#ffffff}
 #matrix th.corner{left:0;z-index:4;text-align:left;min-width:300px}
 #matrix th.broker-col{width:150px;min-width:150px;text-align:center}
 .col-broker{display:block;font-size:12.5px}
+#matrix th.series-start{border-left:2px solid #8c959f}
 .col-version{display:block;font-size:12px;color:#57606a;font-weight:500}
 #matrix tr.section-row th{background:#eaeef2;text-align:left;font-size:12.5px;padding:5px 8px;color:#24292f}
 #matrix tr.section-row .sticky-label{position:sticky;left:8px}
@@ -208,8 +222,9 @@ def render_summary_cards(model: dict) -> str:
         value = percent(score["score"]) if score and score["judged"] else "–"
         detail = f'{score["passed"]}/{score["judged"]} judged cases passed' if score else "no judged cases"
         cards.append(f'<div class="card" data-column="{esc(column["key"])}"><div><span class="name">'
-                     f'{esc(column["broker"])}</span><span class="ver">{esc(column["version"])}</span></div>'
-                     f'<div class="score">{value}</div><div class="sub">{detail}</div><div class="sub">'
+                     f'{esc(column.get("series") or column["broker"])}</span><span class="ver">'
+                     f'{esc(column["version"])}</span></div><div class="score">{value}</div>'
+                     f'<div class="sub">{detail}</div><div class="sub">'
                      f'{column["runs"]} runs · last {esc(column["last_run_at"])}</div></div>')
     return f'<section class="block" id="summary"><div class="cards">{"".join(cards)}</div></section>'
 
@@ -228,8 +243,11 @@ def render_matrix(model: dict, anchors: Anchors) -> str:
     for requirement in model["requirements"]:
         sections[requirement["section"]].append(requirement)
 
-    head = "".join(f'<th class="broker-col" data-column="{esc(c["key"])}" title="{esc(c["product"])} '
-                   f'{esc(c["version"])}: {c["runs"]} runs">{column_label(c)}</th>' for c in columns)
+    starts = series_starts(columns)
+    head = "".join(f'<th class="broker-col{" series-start" if c["key"] in starts else ""}" '
+                   f'data-column="{esc(c["key"])}" data-series="{esc(c.get("series") or c["broker"])}" '
+                   f'title="{esc(c["broker"])}: {esc(c["product"])} {esc(c["version"])}: {c["runs"]} runs">'
+                   f'{column_label(c)}</th>' for c in columns)
     rows = []
     for section in sorted(sections, key=section_sort_key):
         part = sections[section][0]["part"]
@@ -306,12 +324,15 @@ def render_scores(model: dict) -> str:
 def render_chart(model: dict) -> str:
     """Horizontal bars, one per broker@version, grouped by broker; bar length = score."""
     overall = {s["column"]: s for s in model["scores"]["overall"]}
-    brokers = list(dict.fromkeys(c["broker"] for c in model["columns"]))
+    def group(column: dict) -> str:           # a release series is one broker here
+        return column.get("series") or column["broker"]
+
+    brokers = list(dict.fromkeys(group(c) for c in model["columns"]))
     colour = {b: BROKER_PALETTE[i % len(BROKER_PALETTE)] for i, b in enumerate(brokers)}
     label_w, bar_w, row_h, gap = 220, 560, 24, 10
     parts, y = [], 26
     for broker in brokers:
-        for column in (c for c in model["columns"] if c["broker"] == broker):
+        for column in (c for c in model["columns"] if group(c) == broker):
             score = overall.get(column["key"])
             judged = bool(score and score["judged"])
             width = round(bar_w * score["score"]) if judged else 0
@@ -319,7 +340,7 @@ def render_chart(model: dict) -> str:
             parts.append(
                 f'<g class="bar" data-column="{esc(column["key"])}">'
                 f'<text x="{label_w - 10}" y="{y + 16}" text-anchor="end" font-size="12.5" fill="#1f2328">'
-                f'{esc(column["broker"])} <tspan fill="#57606a">{esc(column["version"])}</tspan></text>'
+                f'{esc(group(column))} <tspan fill="#57606a">{esc(column["version"])}</tspan></text>'
                 f'<rect x="{label_w}" y="{y + 3}" width="{bar_w}" height="{row_h - 6}" fill="#eaeef2" rx="3"/>'
                 f'<rect x="{label_w}" y="{y + 3}" width="{width}" height="{row_h - 6}" fill="{colour[broker]}" rx="3">'
                 f'<title>{esc(column["key"])}: {esc(text)}</title></rect>'
@@ -358,7 +379,8 @@ def render_changes(model: dict, anchors: Anchors, columns: dict) -> str:
             if rows else '<p class="note">No verdict changed between versions of a broker.</p>')
     return (f'<section class="block" id="changes"><h2>Regressions &amp; fixes</h2><p class="note">'
             f'{counts["regression"]} regressions, {counts["fix"]} fixes, {counts["change"]} other changes between '
-            f'consecutive versions of each broker.</p>{body}</section>')
+            f'consecutive versions of each broker (of each release series: artemis, rabbitmq, ...).</p>{body}'
+            '</section>')
 
 
 def counts_html(counts: dict) -> str:

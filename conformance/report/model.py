@@ -30,7 +30,9 @@ Schema (every key listed is required; extra keys are allowed and ignored)::
                     "max_s": number, "last_s": number, "series": [[str (ISO 8601), number], ...]}]
     }
 
-Optional: "unfinished_runs": [{"run_id", "started_at", "brokers": [str], "records": int | null,
+Optional: a column's "series" names the release series its broker belongs to (artemis-2.40.0 -> artemis);
+the columns of one series are consecutive, oldest version first, and "changes" of a series name it as
+"broker". "unfinished_runs": [{"run_id", "started_at", "brokers": [str], "records": int | null,
 "scheduled": int | null, "reason": str, "broken": bool (optional)}] lists runs that never finished (interrupted
 or killed; their records are kept), and a cell from such a run carries "unfinished": true; and runs that
 finished broken ("broken": true: some cases ended in error, e.g. the broker died), whose cells are not marked.
@@ -363,7 +365,7 @@ def example_model() -> dict:
     """
     columns = [{"key": f"{broker}@{version}", "broker": broker, "product": product, "version": version,
                 "runs": runs, "last_run_id": last_at.replace("-", "").replace(":", "") + f"-{4100 + n}",
-                "last_run_at": last_at}
+                "last_run_at": last_at, "series": broker.split("-")[0] if broker.startswith("rabbitmq") else broker}
                for n, (broker, product, version, runs, last_at) in enumerate(_EXAMPLE_COLUMNS)]
     section_of = lambda requirement_or_case_id: requirement_or_case_id.split("/")[0]  # noqa: E731
     cases = [{"id": case_id, "title": title, "section": section_of(case_id), "level": level,

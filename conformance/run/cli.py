@@ -18,10 +18,11 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="run the conformance cases against one or more brokers")
     selection.add_arguments(p)
     p.add_argument("--broker", action="append", default=[], metavar="NAME|URL",
-                   help="managed broker (rabbitmq-4.0, rabbitmq-3.10, qpid-proton-c) or amqp[s]://user:pass@host:port "
+                   help="managed broker (qpid-proton-c, rabbitmq-3.10|4.0|4.3, qpid-broker-j-9.2, artemis-2.40.0, ...: "
+                        "`brokers list`) or amqp[s]://user:pass@host:port "
                         "(repeatable; default: qpid-proton-c)")
-    p.add_argument("--profile", default=None, help="profile for URL brokers: rabbitmq-4, rabbitmq-3, qpid-proton-c, "
-                   "generic, or a .toml file")
+    p.add_argument("--profile", default=None, help="profile for URL brokers: rabbitmq-4, rabbitmq-3, qpid-broker-j, "
+                   "artemis, artemis-before-2.32, qpid-proton-c, generic, or a .toml file")
     run_options.add_arguments(p)
     p.add_argument("--json", action="store_true",
                    help="print each case record as one JSON object per line on stdout (the rest goes to stderr)")

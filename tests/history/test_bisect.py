@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.history.bisect import BAD, GOOD, SKIP, search
+from conformance.history.bisect import BAD, GOOD, SKIP, change_kind, first_change, search
 
 CASE = "2.6.8/2"        # drain on an empty queue: the reference broker's ignore_drain fault breaks it
 
@@ -35,6 +35,28 @@ def test_search_finds_the_first_bad_build(outcomes, first_bad):
     assert len(probed) == len(set(probed))           # never the same build twice
     if "S" not in outcomes and first_bad not in (None, 0):
         assert len(probed) <= 2 + (len(outcomes) - 2).bit_length()
+
+
+@pytest.mark.parametrize("verdicts, changed, before, kind", [
+    ("PPPPFF", 4, 3, "regression"), ("FFFFPP", 4, 3, "fix"), ("UUPPIII", 4, 3, "change"),
+    ("PPEPPFF", 5, 4, "regression"), ("PPPP", None, None, None), ("UUUU", None, None, None),
+    ("IIIIIIIIP", 8, 7, "change"), ("PFFFFFFFF", 1, 0, "regression"),
+])
+def test_first_change_finds_regressions_and_fixes(verdicts, changed, before, kind):
+    names = {"P": "pass", "F": "fail", "I": "informational", "U": "unsupported", "E": "error"}
+    probed = []
+
+    def verdict_of(i):
+        probed.append(i)
+        return names[verdicts[i]], "run"
+
+    result = first_change(len(verdicts), verdict_of)
+    assert (result.changed, result.before) == (changed, before)
+    assert len(probed) == len(set(probed))
+    if kind:
+        assert change_kind(result.verdict_before, result.verdict_after) == kind
+        if "U" not in verdicts and "E" not in verdicts:
+            assert len(probed) <= 2 + (len(verdicts) - 2).bit_length()
 
 
 def test_search_reports_untestable_ranges():
@@ -84,6 +106,10 @@ def test_bisect_bad_input(tmp_path, capsys):
     assert main(["bisect", "9.9/9", "--build", "qpid-proton-c", "--build", "rabbitmq-4.0"]) == 3
     assert main(["bisect", CASE, "--build", "qpid-proton-c"]) == 2
     assert "at least two builds" in capsys.readouterr().err
+    assert main(["bisect", CASE, "--series", "nonesuch"]) == 2
+    assert "unknown series 'nonesuch'" in capsys.readouterr().err
+    assert main(["bisect", CASE, "--series", "artemis", "--build", "qpid-proton-c"]) == 2
+    assert "give builds one way" in capsys.readouterr().err
     (tmp_path / "b.toml").write_text("[[build]]\nlabel = 'x'\nnonsense = 1\n")
     assert main(["bisect", CASE, "--builds", str(tmp_path / "b.toml")]) == 2
     assert "unknown keys" in capsys.readouterr().err
@@ -137,10 +163,12 @@ def test_bisect_run_exit_codes(tmp_path):
 
 
 @pytest.mark.broker
-def test_bisect_the_real_series_rabbitmq_3_10_to_4_0(tmp_path, capsys):
-    """2.7.2/1 (a framing error closes the connection) holds on 3.10 and breaks on 4.0 (it ends the session)."""
-    code = main(["bisect", "2.7.2/1", "--build", "rabbitmq-3.10", "--build", "rabbitmq-4.0",
-                 "--reports-dir", str(tmp_path / "reports")])
+def test_bisect_the_real_series_rabbitmq_3_10_to_4_3(tmp_path, capsys):
+    """2.7.2/1 (a framing error closes the connection) holds on 3.10 and breaks on 4.0 (it ends the session),
+    and stays broken on 4.3: the series' oldest and newest, then the middle."""
+    code = main(["bisect", "2.7.2/1", "--series", "rabbitmq", "--reports-dir", str(tmp_path / "reports")])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "first failing build: rabbitmq-4.0" in out
+    assert "changes between rabbitmq-3.10 and rabbitmq-4.0: informational -> fail (regression)" in out
+    assert "3 run(s)" in out

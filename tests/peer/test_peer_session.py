@@ -85,7 +85,8 @@ def test_heartbeats_at_half_the_idle_time_out_the_broker_asked_for(scripted_brok
     sent = [e for e in client.transcript.snapshot() if e.direction == "out" and e.name == "empty"]
     assert 4 <= len(sent) <= 8 and all(e.auto for e in sent)     # ~every 100 ms for ~0.65 s
     gaps = [b.t - a.t for a, b in zip(sent, sent[1:])]
-    assert all(0.05 < g < 0.2 for g in gaps), gaps
+    # every 100 ms; one gap may stretch when both cores are busy (seen: 0.26 s at load 8), none may vanish
+    assert sum(not 0.05 < g < 0.2 for g in gaps) <= 1 and all(0.05 < g < 0.5 for g in gaps), gaps
     received = [e for e in script.peer.transcript.snapshot() if e.direction == "in" and e.name == "empty"]
     assert len(received) >= 4 and not script.peer.pending()     # the broker recorded them, never queued them
     assert "empty frame [auto]" in client.transcript.ladder()

@@ -127,6 +127,14 @@ def test_dom_has_the_matrix(browser, report_url, model):
     assert [r.attrs["data-requirement"] for r in rows] == [r["id"] for r in model["requirements"]]
     headers = [e for e in doc.find_all("th", "broker-col") if table in e.ancestors()]
     assert [h.attrs["data-column"] for h in headers] == [c["key"] for c in model["columns"]]
+    # a release series (rabbitmq-3.10, rabbitmq-4.0 ... -> rabbitmq) is one run of columns, oldest first,
+    # opened by a border; its columns are labelled with the series' name
+    series = [h.attrs["data-series"] for h in headers]
+    assert series == [c.get("series") or c["broker"] for c in model["columns"]]
+    runs = [name for i, name in enumerate(series) if i == 0 or series[i - 1] != name]
+    assert len(runs) == len(set(runs)), f"a series is split: {series}"
+    assert [h.attrs["data-column"] for h in headers if "series-start" in h.classes] == \
+        [model["columns"][i]["key"] for i, name in enumerate(series) if i == 0 or series[i - 1] != name]
     for row in rows:
         assert len([e for e in row.children if e.tag == "td" and "cell" in e.classes]) == len(model["columns"])
     assert len(doc.find_all("section", "case-page")) == len(model["cases"])

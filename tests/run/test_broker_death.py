@@ -85,3 +85,21 @@ def test_died_during_asks_only_when_a_connection_was_lost_or_the_process_is_gone
                           "failed (")
     assert died_during([], Handle(dead_url, alive=False), 1.0) == (
         "the broker died during the case: its process (pid 4242) is gone; no verdict can be drawn from this case")
+
+
+def test_a_broker_that_hangs_during_a_case_makes_it_error():
+    """A hung broker keeps its connections open: nothing was lost, but a fail could come from its silence."""
+    silent = socket.create_server(("127.0.0.1", 0))       # accepts (the kernel's backlog), never answers
+    url = f"amqp://127.0.0.1:{silent.getsockname()[1]}"
+    try:
+        assert died_during([], Handle(url), 0.5, "pass") is None             # it never talked to the broker
+        assert died_during([Lost(None)], Handle(url), 0.5, "unsupported") is None
+        why = died_during([Lost(None)], Handle(url), 0.5, "fail")
+        assert died_during([Lost(None)], Handle(url), 0.5, "pass") == why   # silence also passes absence checks
+    finally:
+        silent.close()
+    assert why.startswith("the broker stopped answering during the case: a new connection did not complete the "
+                          "AMQP handshake within 0.5 s")
+    with ReferenceBroker() as live:
+        assert died_during([Lost(None)], Handle(live.url), 1.0, "non-strict") is None
+

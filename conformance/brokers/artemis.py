@@ -1,0 +1,156 @@
+"""Managed ActiveMQ Artemis nodes, one per release of a series (`artemis-<version>`), on Java 17.
+
+Provisioning resolves the `org.apache.activemq:apache-artemis:<version>:tar.gz:bin` distribution with Maven
+into the cache and unpacks it there. A node is an instance made with the release's own `artemis create` in
+the node's directory: AMQP on one acceptor, the web console with Jolokia, both on 127.0.0.1 with free ports;
+user `admin` for SASL PLAIN and the console, anonymous logins allowed. The instance's data directory (journal,
+paging) is a small tmpfs of its own, so filling it raises Artemis' max-disk-usage blocking (checked every
+second here). The `artemis` profiles drive address settings and queues through Jolokia.
+
+Which profile a release gets depends on its management API: from 2.32 an address's settings can be given
+as JSON (so `max-size-messages`, a limit in messages, is available: the queue-length case); older releases
+only take the long positional form with `max-size-bytes` (`artemis-before-2.32`, without the length hook).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from ..errors import BrokerStartFailed, ProvisionFailed
+from . import diskfill
+from .jvm import JvmBroker, redacted_tools, cache_dir, fetch_artifact, java_command, wait_http
+from .managed import NodeRecord, free_port, progress, run
+
+DATA_MB = 96                       # the tmpfs under the instance's journal and paging (journal files are 10 MB)
+BROKER_NAME = "amqp-conformance"   # the broker's name in its MBean names
+FULL = r"AMQ222210"          # "Free storage space is at ... beyond the configured <max-disk-usage>"
+NOT_FULL = r"AMQ222211"      # "... below the configured <max-disk-usage>. System will unblock producers."
+
+# oldest first; 2.17.0 is the oldest release whose instances run on this machine's Java 17 (earlier ones
+# were not tried) and 2.40.0 the newest Maven Central serves here
+VERSIONS = ("2.17.0", "2.18.0", "2.21.0", "2.26.0", "2.28.0", "2.31.2", "2.35.0", "2.39.0", "2.40.0")
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", version)[:3])
+
+
+class Artemis(JvmBroker):
+    """One Artemis release (subclasses made by `artemis_class` name it)."""
+
+    version = ""
+    ready_sasl = "PLAIN"
+
+    @property
+    def home(self) -> Path:
+        return cache_dir() / "artemis" / self.version
+
+    def provisioned(self) -> bool:
+        return (self.home / "bin" / "artemis").exists()
+
+    def provision(self) -> None:
+        java_command()
+        tarball = fetch_artifact(f"org.apache.activemq:apache-artemis:{self.version}:tar.gz:bin",
+                                 f"provisioning {self.kind}")
+        partial = self.home.with_name(self.home.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        progress(f"unpacking {tarball.name}")
+        run(["tar", "-xzf", str(tarball), "-C", str(partial), "--strip-components=1"], timeout=300,
+            what=f"unpacking {tarball.name}")
+        if not (partial / "bin" / "artemis").exists():
+            raise ProvisionFailed(f"{tarball} has no bin/artemis; delete it and provision {self.kind} again")
+        shutil.rmtree(self.home, ignore_errors=True)
+        os.replace(partial, self.home)
+
+    def _start(self, workdir: Path, port: int | None) -> NodeRecord:
+        port = port or free_port()
+        http_port = free_port()
+        instance, data = workdir / "instance", workdir / "data"
+        self._data = data
+        self._tmpfs = diskfill.mount_tmpfs(data, DATA_MB)
+        env = self._java_env(workdir)
+        password = "admin"
+        run([str(self.home / "bin" / "artemis"), "create", "--silent", "--force", "--name", BROKER_NAME,
+             "--user", "admin", "--password", password, "--allow-anonymous", "--host", "127.0.0.1",
+             "--http-host", "127.0.0.1", "--http-port", str(http_port), "--data", str(data), "--nio",
+             "--no-autotune", "--no-hornetq-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
+             "--relax-jolokia", str(instance)], timeout=120, env=env, what=f"`artemis create` for {self.kind}",
+            error=BrokerStartFailed)
+        self._configure(instance, port)
+        progress(f"starting {self.kind} on 127.0.0.1:{port}")
+        self._artemis_log = instance / "log" / "artemis.log"
+        self._spawn([str(instance / "bin" / "artemis"), "run"], env, workdir)
+        url = f"amqp://admin:{password}@127.0.0.1:{port}"
+        opened = self._wait_amqp(url, port)
+        jolokia = f"http://127.0.0.1:{http_port}/console/jolokia"
+        wait_http(f"{jolokia}/version", 60, f"{self.kind} Jolokia", user="admin", password=password,
+                  headers={"Origin": "http://localhost"})
+        self.tools = {"http": [f"http://admin:{password}@127.0.0.1:{http_port}/console/jolokia",
+                               f"broker={BROKER_NAME}"]}
+        if self._tmpfs:
+            fill = [sys.executable, diskfill.__file__]
+            watch = [str(self.log_path), FULL, NOT_FULL]
+            self.tools.update({"disk-fill": [*fill, "raise", str(data), *watch],
+                               "disk-free": [*fill, "clear", str(data), *watch],
+                               "disk-status": [*fill, "status", str(data), *watch]})
+        self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(Path(__file__).parents[2])}
+        return NodeRecord(name=f"artemis{port}", kind=self.kind, url=url, pid=self.process.pid,
+                          workdir=str(workdir), started_at=time.time(), owner_pid=os.getpid(),
+                          extra={"product": str(opened.get("product", "apache-activemq-artemis")),
+                                 "version": str(opened.get("version", self.version)),
+                                 "tools": redacted_tools(self.tools),
+                                 "env": self.env, "http_port": http_port, "mounts": [str(data)] if self._tmpfs else []})
+
+    def _configure(self, instance: Path, port: int) -> None:
+        """One AMQP acceptor on `port` (the created ones are dropped), disk usage checked every second, anycast
+        (queue) addresses and queues when an attach creates them, and a heap that fits a small machine."""
+        broker_xml = instance / "etc" / "broker.xml"
+        text = broker_xml.read_text()
+        acceptor = (f'<acceptor name="amqp">tcp://127.0.0.1:{port}?protocols=AMQP;useEpoll=false;'
+                    "amqpCredits=1000;amqpLowCredits=300</acceptor>")
+        text, count = re.subn(r"<acceptors>.*?</acceptors>", f"<acceptors>{acceptor}</acceptors>", text, flags=re.S)
+        if count != 1:
+            raise BrokerStartFailed(f"{self.kind}: the created broker.xml has no <acceptors> section to configure")
+        text = re.sub(r"<disk-scan-period>\d+</disk-scan-period>", "<disk-scan-period>1000</disk-scan-period>", text)
+        # queue semantics for addresses made on attach (Artemis' default routing type is multicast)
+        text, count = re.subn(r'(<address-setting match="#">)', r"\1<default-address-routing-type>ANYCAST"
+                              r"</default-address-routing-type><default-queue-routing-type>ANYCAST"
+                              r"</default-queue-routing-type>", text)
+        if count != 1:
+            raise BrokerStartFailed(f"{self.kind}: the created broker.xml has no catch-all address-setting")
+        broker_xml.write_text(text)
+        profile = instance / "etc" / "artemis.profile"
+        if profile.exists():
+            profile.write_text(re.sub(r"-Xmx\S+", "-Xmx512M", re.sub(r"-Xms\S+", "-Xms64M", profile.read_text())))
+
+    def _extra_logs(self):
+        log = getattr(self, "_artemis_log", None)
+        return [log] if log is not None else []
+
+    def _stop(self, node: NodeRecord) -> None:
+        super()._stop(node)
+        self._unmount()
+
+    def _after_failed_start(self) -> None:
+        self._unmount()
+
+    def _unmount(self) -> None:
+        if getattr(self, "_tmpfs", False):
+            diskfill.unmount(self._data)
+            self._tmpfs = False
+
+
+def artemis_class(version: str) -> type[Artemis]:
+    profile = "artemis" if version_tuple(version) >= (2, 32) else "artemis-before-2.32"
+    return type(f"Artemis_{version.replace('.', '_')}", (Artemis,), {
+        "kind": f"artemis-{version}", "version": version, "profile_name": profile,
+        "description": f"ActiveMQ Artemis {version} from Maven Central (Java 17)"})
+
+
+RELEASES: dict[str, type[Artemis]] = {f"artemis-{v}": artemis_class(v) for v in VERSIONS}
