@@ -103,3 +103,39 @@ def test_a_broker_that_hangs_during_a_case_makes_it_error():
     with ReferenceBroker() as live:
         assert died_during([Lost(None)], Handle(live.url), 1.0, "non-strict") is None
 
+
+
+class _Transcript:
+    def frames(self, direction, kind):
+        return []
+
+
+class _PeerAnsweringCloseWith:
+    """A connection whose broker answers our closing `close` with `ending` (a TCP reset, or a stall)."""
+
+    def __init__(self, ending_before=None, answer=None):
+        self.ending = ending_before
+        self.transcript = _Transcript()
+        self.answer = answer
+
+    def received(self, kind):
+        return False
+
+    def close_connection(self):
+        pass
+
+    def expect(self, kind, timeout):
+        raise self.answer
+
+
+def test_a_reset_answering_our_close_after_the_case_is_not_a_cut():
+    """RabbitMQ 3.10 answers our close (after a case that left transfers unread) with a TCP reset: the case
+    was over, the connection was not cut under it, so the verdict stands (2.6.7/14 was `error` there)."""
+    from conformance.brokers.liveness import cut_or_stalled
+    from conformance.peer import ConnectionLost, ExpectationTimeout
+    assert cut_or_stalled([_PeerAnsweringCloseWith(answer=ConnectionLost("close", [], how=RESET))], 0.1) is None
+    # a reset during the case, or no answer to our close at all, still leaves no verdict
+    during = cut_or_stalled([_PeerAnsweringCloseWith(ending_before=RESET)], 0.1)
+    assert during and "reset" in during
+    stalled = cut_or_stalled([_PeerAnsweringCloseWith(answer=ExpectationTimeout("close", 0.1, []))], 0.1)
+    assert stalled and "stalled" in stalled
