@@ -97,7 +97,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                     result.observations["traceback"] = traceback.format_exc(limit=8)
             finally:
                 broke = None
-                if result.verdict is not Verdict.UNSUPPORTED and error is None:
+                if result.verdict is not Verdict.UNSUPPORTED:
                     broke = _transport_broke(ctx, options)  # after the case, before it drops its connections
                 ctx.close()
             if result.verdict is not Verdict.UNSUPPORTED:
