@@ -20,6 +20,7 @@ from typing import Any, Callable
 from .. import catalogue
 from ..model import transcript_violations
 from ..peer import ExpectationTimeout, Peer, PeerError, Timeouts, summarize
+from ..peer.errors import FIN
 from ..wire import Close, End, Transfer
 from .findings import (
     CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Source, SuiteError,
@@ -222,7 +223,7 @@ class CaseContext:
                 self.add_finding(v.requirement_id, f"frame {index}: {v.detail}", expected=v.sentence[:120],
                             actual=summarize(frame), conn=conn, frame_index=index, source=Source.MODEL)
         for conn in self.connections:
-            if conn.peer.closed_by_remote and not conn.peer.received(Close) and self.broker_alive():
+            if conn.peer.ending == FIN and not conn.peer.received(Close) and self.broker_alive():
                 entries = conn.peer.transcript.snapshot()
                 self.add_finding("2.4.3/close-frame-first", "the broker dropped the connection without a close frame "
                                  "(the broker process is still running)", expected="close(...) before the socket "

@@ -99,7 +99,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                 if not _is_peer_error(exc):
                     result.observations["traceback"] = traceback.format_exc(limit=8)
             finally:
-                if result.verdict is not Verdict.UNSUPPORTED and error is None:
+                if result.verdict is not Verdict.UNSUPPORTED:
                     # after the case, before it drops its connections: were they cut or stalled?
                     broke = cut_or_stalled([c.peer for c in ctx.connections], options.frame_timeout)
                 ctx.close()
