@@ -69,8 +69,8 @@ FAULTS: tuple[Fault, ...] = (
        proxy=True, ignore_incoming_window=True),
     _p("transfer-beyond-credit", "2.6.7/no-send-without-credit",
        "one transfer more than the link-credit allows", proxy=True, extra_transfers=1),
-    _p("alarm-drops-connection", "2.5.6/incoming-window",
-       "a resource alarm drops the connection instead of closing the session's incoming-window",
+    _p("alarm-drops-connection", "2.4.3/close-frame-first",
+       "a resource alarm drops the connection (no close frame) instead of closing the session's incoming-window",
        proxy=True, close_on_alarm=True),
     # -- the reference broker only ------------------------------------------------------------------------
     _p("drain-without-advance", "2.6.7/drain-advance",
