@@ -72,8 +72,7 @@ class Artemis(JvmBroker):
         port = port or free_port()
         http_port = free_port()
         instance, data = workdir / "instance", workdir / "data"
-        self._data = data
-        self._tmpfs = diskfill.mount_tmpfs(data, DATA_MB)
+        self._tmpfs = self._mount_store(data, DATA_MB)
         env = self._java_env(workdir)
         password = "admin"
         run([str(self.home / "bin" / "artemis"), "create", "--silent", "--force", "--name", BROKER_NAME,
@@ -84,7 +83,7 @@ class Artemis(JvmBroker):
             error=BrokerStartFailed)
         self._configure(instance, port)
         progress(f"starting {self.kind} on 127.0.0.1:{port}")
-        self._artemis_log = instance / "log" / "artemis.log"
+        self._log_file = instance / "log" / "artemis.log"
         self._spawn([str(instance / "bin" / "artemis"), "run"], env, workdir)
         url = f"amqp://admin:{password}@127.0.0.1:{port}"
         opened = self._wait_amqp(url, port)
@@ -128,22 +127,6 @@ class Artemis(JvmBroker):
         profile = instance / "etc" / "artemis.profile"
         if profile.exists():
             profile.write_text(re.sub(r"-Xmx\S+", "-Xmx512M", re.sub(r"-Xms\S+", "-Xms64M", profile.read_text())))
-
-    def _extra_logs(self):
-        log = getattr(self, "_artemis_log", None)
-        return [log] if log is not None else []
-
-    def _stop(self, node: NodeRecord) -> None:
-        super()._stop(node)
-        self._unmount()
-
-    def _after_failed_start(self) -> None:
-        self._unmount()
-
-    def _unmount(self) -> None:
-        if getattr(self, "_tmpfs", False):
-            diskfill.unmount(self._data)
-            self._tmpfs = False
 
 
 def artemis_class(version: str) -> type[Artemis]:

@@ -25,6 +25,7 @@ from xml.sax.saxutils import escape
 
 from ..errors import BrokerStartFailed, ProvisionFailed
 from ..peer import Peer, PeerError, Timeouts
+from . import diskfill
 from .managed import ManagedBroker, _without_password, cache_dir, port_open, progress
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
@@ -175,6 +176,24 @@ class JvmBroker(ManagedBroker):
     startup_timeout = 120.0
     stop_timeout = 20.0
     ready_sasl = "PLAIN"
+    _log_file: Path | None = None     # the broker's own log (shown beside ours when it fails)
+    _tmpfs_dir: Path | None = None    # its store on a tmpfs of its own (the disk-alarm hook fills it)
+
+    def _mount_store(self, path: Path, size_mb: int) -> bool:
+        """Put the broker's store on a tmpfs of `size_mb` (unmounted when the node stops or fails)."""
+        self._tmpfs_dir = path if diskfill.mount_tmpfs(path, size_mb) else None
+        return self._tmpfs_dir is not None
+
+    def _extra_logs(self):
+        return [self._log_file] if self._log_file is not None else []
+
+    def _after_failed_start(self) -> None:
+        self._unmount()
+
+    def _unmount(self) -> None:
+        if self._tmpfs_dir is not None:
+            diskfill.unmount(self._tmpfs_dir)
+            self._tmpfs_dir = None
 
     def _java_env(self, workdir: Path) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("JAVA_", "CLASSPATH", "_JAVA"))}
@@ -198,6 +217,12 @@ class JvmBroker(ManagedBroker):
         return opened
 
     def _stop(self, node) -> None:
+        try:
+            self._stop_group()
+        finally:
+            self._unmount()
+
+    def _stop_group(self) -> None:
         process = self.process
         if process is None or process.poll() is not None:
             return

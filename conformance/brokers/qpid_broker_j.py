@@ -98,11 +98,10 @@ class QpidBrokerJ(JvmBroker):
         port = port or free_port()
         anonymous_port, http_port = free_port(), free_port()
         store = workdir / "store"
-        self._store = store
-        self._tmpfs = diskfill.mount_tmpfs(store, STORE_MB)
+        self._tmpfs = self._mount_store(store, STORE_MB)
         config = workdir / "initial-config.json"
         log_file = workdir / "qpid.log"
-        self._qpid_log = log_file
+        self._log_file = log_file
         values = {"amqp_port": port, "anonymous_port": anonymous_port, "http_port": http_port,
                   "store_dir": str(store / "derby"), "log_file": str(log_file), "model_version": self.model_version}
         config.write_text(json.dumps(initial_config(values), indent=1))
@@ -133,22 +132,6 @@ class QpidBrokerJ(JvmBroker):
                                  "tools": redacted_tools(self.tools),
                                  "env": self.env, "anonymous_url": f"amqp://127.0.0.1:{anonymous_port}",
                                  "http_port": http_port, "mounts": [str(store)] if self._tmpfs else []})
-
-    def _extra_logs(self):
-        log = getattr(self, "_qpid_log", None)
-        return [log] if log is not None else []
-
-    def _stop(self, node: NodeRecord) -> None:
-        super()._stop(node)
-        self._unmount()
-
-    def _after_failed_start(self) -> None:
-        self._unmount()
-
-    def _unmount(self) -> None:
-        if getattr(self, "_tmpfs", False):
-            diskfill.unmount(self._store)
-            self._tmpfs = False
 
 
 class QpidBrokerJ92(QpidBrokerJ):
