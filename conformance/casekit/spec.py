@@ -62,6 +62,11 @@ class CaseSpec:
         return (self.func.__doc__ or "").strip()
 
 
+def missing_hook_reason(hook: str) -> str:
+    """The one-line reason of a case that needs a hook its broker's profile lacks (verdict unsupported)."""
+    return f"the broker profile has no {hook!r} hook; add one to the profile to run this case"
+
+
 REGISTRY: dict[str, CaseSpec] = {}
 
 
