@@ -99,7 +99,8 @@ def execute(plan: Plan, console=None) -> Outcome:
     from .. import brokers as _brokers
     if not options.in_process and not all(isinstance(b, _brokers.BrokerSpec) for b in plan.brokers):
         options = RunOptions(**{**options.to_json(), "workers": 0})    # a handle in this process: no workers
-    started = Brokers.start(plan.brokers, options, say=console.note if console is not None else None)
+    started = Brokers.start(plan.brokers, options, say=console.note if console is not None else None,
+                            own_node_cases=plan.cases if plan.targets is None else ())
     try:
         run = RunDirectory.create(options.reports_dir, plan.run_id, brokers=started.identities(),
                                   options={**options.to_json(), **plan.selection}, scheduled=plan.scheduled,
@@ -123,7 +124,7 @@ def execute(plan: Plan, console=None) -> Outcome:
                             f"{run.path / 'pytest.log'}, the results so far beside it")
         complete = run.finish(stopped="interrupted (Ctrl-C)" if interrupted else
                               ("pytest stopped early (e.g. --maxfail)" if pipeline.stopped_early() else None))
-        run.update_meta(brokers=_identities_from(pipeline.records))
+        run.update_meta(brokers=_identities_from(pipeline.records, started.identities()))
         outcome = Outcome(run, pipeline.records, complete)
         if console is not None:
             console.end(outcome, interrupted=interrupted)
@@ -158,12 +159,17 @@ def _first_error(text: str) -> str:
     return (lines[-1] if lines else "no output")[:300]
 
 
-def _identities_from(records: list[dict]) -> dict:
-    """broker -> product and version as the cases' own `open` frames announced them."""
+def _identities_from(records: list[dict], started: dict | None = None) -> dict:
+    """broker -> product and version as the cases' own `open` frames announced them, with the start time of
+    each node and the node of its own (alarm and queue-limit cases) of a broker that had one."""
     seen: dict[str, dict] = {}
     for r in records:
         if r.get("broker_product") or r.get("broker_version"):
             seen.setdefault(r["broker"], {"product": r.get("broker_product"), "version": r.get("broker_version")})
+    for name, identity in (started or {}).items():
+        extra = {k: identity[k] for k in ("start_s", "own_node") if k in identity}
+        if name in seen and extra:
+            seen[name].update(extra)
     return seen
 
 
@@ -200,7 +206,7 @@ class Pipeline:
         options = RunOptions(**{k: v for k, v in given.items() if v is not None})
         cases = select_cases(config.getoption("--case") or None)
         specs = resolve(config.getoption("--broker"), config.getoption("--profile"))
-        started = Brokers.start(specs, options)
+        started = Brokers.start(specs, options, own_node_cases=cases)
         run = None
         run_dir = config.getoption("--run-dir")
         if run_dir:
@@ -235,7 +241,10 @@ class Pipeline:
         """Run one case on one broker handle: the result, recorded (results.jsonl, transcripts) and kept for
         the test report. This is the only place a case is run."""
         from ..runner import run_case
-        result = run_case(case, broker, options or self.options)
+        own = self.brokers.for_case(broker, case)      # alarm and queue-limit cases: the node of their own
+        result = run_case(case, own, options or self.options)
+        if own is not broker:
+            result.observations["node"] = "own node"
         from ..brokers.interface import WrappedBroker
         if isinstance(broker, WrappedBroker):
             broker.annotate(result)

@@ -31,3 +31,27 @@ def test_a_case_needing_a_missing_hook_is_unsupported_before_the_lock_or_a_conne
         assert result.verdict is Verdict.UNSUPPORTED, (case_id, result.reason)
         assert result.reason == f"the broker profile has no {hook!r} hook; add one to the profile to run this case"
         assert result.transcripts == [] and result.findings == []
+
+
+class _Case:
+    def __init__(self, own_node):
+        self.own_node = own_node
+
+
+def test_own_node_cases_go_to_the_second_node_and_wrapped_targets_stay():
+    from conformance.run.targets import Brokers, Target
+    started = Brokers()
+    main, second, other = object(), object(), object()
+    started.handles = {"b": main, "c": other}
+    started.own_nodes = {"b": second}
+    assert started.for_case(main, _Case(True)) is second
+    assert started.for_case(main, _Case(False)) is main
+    assert started.for_case(other, _Case(True)) is other          # no node of its own: the exclusive phase
+    wrapped = object()                                            # e.g. selfcheck's proxy in front of b
+    assert started.for_case(wrapped, _Case(True)) is wrapped
+
+
+def test_the_alarm_and_queue_limit_cases_are_own_node_cases():
+    cases = load_all()
+    assert {c.id for c in cases.values() if c.own_node} == set(HOOK_CASES)
+    assert all(c.own_node for c in cases.values() if c.exclusive)
