@@ -123,6 +123,9 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
         _unless_the_broker_died(result, ctx, broker, options)
     result.duration_s = round(time.monotonic() - t0, 3)
     if ctx is not None:
+        peers = [c.peer for c in ctx.connections]
+        result.waited_s = {"timeout": round(sum(p.timed_out_s for p in peers), 3),
+                           "quiet": round(sum(p.quiet_s for p in peers), 3)}
         result.observations.update(ctx.observations)
         result.transcripts = ctx.transcripts_json()
         result.ladders = ctx.ladders()
