@@ -55,3 +55,8 @@ def test_the_alarm_and_queue_limit_cases_are_own_node_cases():
     cases = load_all()
     assert {c.id for c in cases.values() if c.own_node} == set(HOOK_CASES)
     assert all(c.own_node for c in cases.values() if c.exclusive)
+
+
+def test_own_node_cases_come_first_so_that_one_worker_gets_them_all():
+    from conformance.run.engine import own_node_first
+    assert own_node_first(list(range(8)), lambda i: i in (3, 4, 7)) == [3, 4, 7, 0, 1, 2, 5, 6]
