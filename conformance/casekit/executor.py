@@ -79,6 +79,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     if missing is not None:      # a declared hook the broker lacks: unsupported, nothing asked of the broker
         result.verdict, result.reason = Verdict.UNSUPPORTED, missing_hook_reason(missing)
         result.broker_product, result.broker_version = broker.product, broker.version
+        _unless_the_broker_died(result, [], broker, options)     # a dead node's process only: no connection
         result.duration_s = round(time.monotonic() - t0, 3)
         return result
     try:
@@ -120,7 +121,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     except Exception as exc:
         result.verdict, result.reason = Verdict.ERROR, f"could not set up the case: {exc}"
     if ctx is not None:
-        _unless_the_broker_died(result, ctx, broker, options)
+        _unless_the_broker_died(result, [c.peer for c in ctx.connections], broker, options)
     result.duration_s = round(time.monotonic() - t0, 3)
     if ctx is not None:
         peers = [c.peer for c in ctx.connections]
@@ -145,10 +146,10 @@ def _no_verdict(result: CaseResult, why: str, kept_as: str) -> None:
     result.verdict, result.reason = Verdict.ERROR, why
 
 
-def _unless_the_broker_died(result: CaseResult, ctx, broker, options: RunOptions) -> None:
+def _unless_the_broker_died(result: CaseResult, peers: list, broker, options: RunOptions) -> None:
     """A connection lost because the broker died is `error`, never a verdict (brokers/liveness.py decides)."""
     try:
-        died = died_during([c.peer for c in ctx.connections], broker, options.frame_timeout, result.verdict.value)
+        died = died_during(peers, broker, options.frame_timeout, result.verdict.value)
     except Exception:              # run_case never raises; the case's own verdict stands
         return
     if died is None:

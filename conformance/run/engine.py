@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from ..errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK, ConformanceError, RunBroken, UsageError
-from .directory import RunDirectory
+from .directory import RunDirectory, read_records
 from .options import RunOptions
 from .targets import Brokers, Target
 
@@ -106,6 +106,7 @@ def execute(plan: Plan, console=None) -> Outcome:
                                   options={**options.to_json(), **plan.selection}, scheduled=plan.scheduled,
                                   **plan.meta)
         pipeline = Pipeline(options, [c.id for c in plan.cases], targets, started, run, console)
+        pipeline.expected = expected_durations(Path(options.reports_dir), exclude=run.path)
         if console is not None:
             console.begin(plan.scheduled, run.path, cases=len(plan.cases), targets=[t.label for t in targets])
         output = io.StringIO()
@@ -191,6 +192,7 @@ class Pipeline:
         self._current: dict | None = None
         self._session = None
         self._worker = False
+        self.expected: dict[str, float] = {}  # "<label> <case id>" -> its duration in a recent run (ordering)
 
     # -- building it ---------------------------------------------------------------------------------------
 
@@ -217,12 +219,15 @@ class Pipeline:
 
     @classmethod
     def for_worker(cls, data: dict, run_dir: str | None) -> "Pipeline":
-        return cls(RunOptions.from_json(data["options"]), data["cases"], [Target(**t) for t in data["targets"]],
-                   Brokers.attached(data["brokers"]), RunDirectory(Path(run_dir)) if run_dir else None)
+        pipeline = cls(RunOptions.from_json(data["options"]), data["cases"], [Target(**t) for t in data["targets"]],
+                       Brokers.attached(data["brokers"]), RunDirectory(Path(run_dir)) if run_dir else None)
+        pipeline.expected = dict(data.get("expected") or {})
+        return pipeline
 
     def worker_input(self) -> dict:
         return {"options": self.options.to_json(), "cases": self.case_ids,
-                "targets": [t.to_json() for t in self.targets.values()], "brokers": self.brokers.records}
+                "targets": [t.to_json() for t in self.targets.values()], "brokers": self.brokers.records,
+                "expected": self.expected}
 
     # -- what the suite's test and fixtures ask for -----------------------------------------------------------
 
@@ -288,10 +293,13 @@ class Pipeline:
         """On pytest-xdist workers: the own-node cases (alarms, queue limits) first, so that xdist's first
         batch of consecutive items (about a quarter of a worker's share, at least 2) gives them to one worker,
         which runs them one after another on the broker's second node while the others run the rest (they
-        would otherwise wait for one another's exclusive lock). Every worker orders alike. A hint only:
-        where they run does not change what they find."""
+        would otherwise wait for one another's exclusive lock); then the others longest first, by their
+        duration in a recent run (`expected_durations`; unknown ones keep their place after those), so that no
+        long case is left for the end while the other workers idle. Every worker orders alike (the order
+        comes from the controller). A hint only: where and when a case runs does not change what it finds."""
         if int(getattr(config, "workerinput", {}).get("workercount", 1) or 1) > 1:
-            items[:] = own_node_first(items, lambda item: getattr(_case_of(item), "own_node", False))
+            items[:] = run_order(items, lambda item: getattr(_case_of(item), "own_node", False),
+                                 lambda item: self.expected.get(_pair_of(item)))
 
     def pytest_runtest_setup(self, item) -> None:
         self._current = None
@@ -347,9 +355,36 @@ class Pipeline:
         return bool(session is not None and (session.shouldstop or session.shouldfail))
 
 
-def own_node_first(items: list, marked) -> list:
-    """`items` with the marked ones first, each part in its order."""
-    return [i for i in items if marked(i)] + [i for i in items if not marked(i)]
+def run_order(items: list, own_node, expected) -> list:
+    """The own-node items first (in their order), then the others longest first by `expected(item)` (seconds
+    or None: unknown ones after the known, in their order)."""
+    rest = [i for i in items if not own_node(i)]
+    rest.sort(key=lambda i: (expected(i) is None, -(expected(i) or 0.0)))
+    return [i for i in items if own_node(i)] + rest
+
+
+def expected_durations(reports_dir: Path, exclude: Path | None = None, look_back: int = 5) -> dict[str, float]:
+    """"<label> <case id>" -> the case's duration in the newest of the last `look_back` runs under
+    `reports_dir` that has it (run ids sort by time); empty when there are none. Used only to order cases."""
+    runs = reports_dir / "runs"
+    found: dict[str, float] = {}
+    try:
+        dirs = sorted((d for d in runs.iterdir() if d.is_dir() and d != exclude), reverse=True)[:look_back]
+    except OSError:
+        return found
+    for run_dir in dirs:
+        with contextlib.suppress(Exception):
+            for record in read_records(run_dir / "results.jsonl"):
+                key = f"{record['broker']} {record['case_id']}"
+                if key not in found and isinstance(record.get("duration_s"), (int, float)):
+                    found[key] = float(record["duration_s"])
+    return found
+
+
+def _pair_of(item) -> str:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    case = params.get("conformance_case")
+    return f"{params.get('conformance_broker')} {getattr(case, 'id', None)}"
 
 
 def _case_of(item):
