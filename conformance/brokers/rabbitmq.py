@@ -280,8 +280,8 @@ class RabbitMQ40(RabbitMQBase):
                 raise PermissionProblem(f"cannot mount /proc into {self.root} ({detail[0]}); run as root on a "
                                         "machine that allows mounts, or use rabbitmq-3.10 / a broker URL")
 
-    def _stop(self, node: NodeRecord) -> None:
-        super()._stop(node)
+    def _after_stop(self) -> None:
+        """The node's directory in the root holds rabbit.log: released once the logs were kept."""
         self._release_chroot()
 
     def _after_failed_start(self) -> None:
