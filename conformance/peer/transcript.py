@@ -31,7 +31,7 @@ REDACTED = b"<redacted>"
 SCHEMA = "amqp-conformance/transcript/1"
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     index: int
     t: float                 # seconds since the transcript started (monotonic clock)
@@ -147,6 +147,28 @@ class Transcript:
             entry = Entry(len(self.entries), time.monotonic() - self._t0, direction, item, raw, auto, note)
             self.entries.append(entry)
             return entry
+
+    def add_items(self, direction: str, items: list) -> None:
+        """Record decoded headers and frames that came off one read, in order: what `add(direction, item,
+        item.raw)` records for each, with one clock reading (they arrived together) and one lock. Secrets are
+        searched in the items' bytes joined, and each item scrubbed only when one occurs there."""
+        secrets = self._secrets
+        scrub = bool(secrets) and any(secret in b"".join(item.raw for item in items) for secret in secrets)
+        sasl = SASL_FRAME
+        with self._lock:
+            t = time.monotonic() - self._t0
+            entries = self.entries
+            append = entries.append
+            index = len(entries)
+            for item in items:
+                raw = item.raw
+                if item.__class__ is Frame and item.frame_type == sasl:
+                    item = redact(item)
+                    raw = item.raw or raw
+                if scrub:
+                    raw = self._scrub(bytes(raw))
+                append(Entry(index, t, direction, item, raw))
+                index += 1
 
     def frames(self, direction: str | None = None, name: str | None = None) -> list[Frame]:
         with self._lock:
