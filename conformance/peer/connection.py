@@ -305,11 +305,13 @@ class Peer(Expectations):
 
     def _received(self, data: bytes) -> bool:
         """Bytes off the socket: decode (inbound.py), record, queue; False ends reading (malformed input)."""
+        fed = self._inbound.decode(data)     # only this thread decodes: no lock held meanwhile
+        items = fed.items
+        if items:
+            self.transcript.add_items("in", items)
         with self._cond:
-            fed = self._inbound.feed(data)
-            items = fed.items
             if items:
-                self.transcript.add_items("in", items)
+                self._inbound.observe(items)
                 arrived, inbox = self.arrived, self._inbox
                 for item in items:
                     if isinstance(item, Frame) and item.body is None:

@@ -61,7 +61,7 @@ class ProtocolHeader:
             self.protocol_id, f"protocol-{self.protocol_id}")
 
 
-@dataclass
+@dataclass(slots=True)
 class Frame:
     """One frame: channel, body (a composite, or None for an empty frame / heartbeat) and payload.
 
@@ -169,6 +169,7 @@ class FrameDecoder:
         out = []
         append = out.append
         unpack = _HEADER.unpack_from
+        frame_body = _frame_body
         limit = self.max_frame_size
         try:
             if self.header_first and base == 0 and buf[:4] != b"AMQP"[:n]:
@@ -193,7 +194,7 @@ class FrameDecoder:
                     raise DecodeError(start + 5, f"unknown frame TYPE 0x{ftype:02x}")
                 if n - pos < size:
                     break
-                append(decode_frame(buf[pos:pos + size], start))
+                append(frame_body(buf[pos:pos + size], start, size, doff * 4, ftype, channel))
                 pos += size
         except DecodeError as exc:
             self._failed = exc
@@ -218,6 +219,11 @@ def decode_frame(raw: bytes, offset: int = 0) -> Frame:
         raise DecodeError(offset + 4, f"frame DOFF {doff} points past the frame end (SIZE {size})")
     if ftype not in (AMQP_FRAME, SASL_FRAME):
         raise DecodeError(offset + 5, f"unknown frame TYPE 0x{ftype:02x}")
+    return _frame_body(raw, offset, size, body_start, ftype, channel)
+
+
+def _frame_body(raw: bytes, offset: int, size: int, body_start: int, ftype: int, channel: int) -> Frame:
+    """The rest of `decode_frame` once the header is checked (FrameDecoder.feed has checked it already)."""
     if body_start == size:
         if ftype == SASL_FRAME:
             raise DecodeError(offset, "empty SASL frame (§5.3.1: an irrecoverable error)")
