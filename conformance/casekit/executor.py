@@ -79,6 +79,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     if missing is not None:      # a declared hook the broker lacks: unsupported, nothing asked of the broker
         result.verdict, result.reason = Verdict.UNSUPPORTED, missing_hook_reason(missing)
         result.broker_product, result.broker_version = broker.product, broker.version
+        result.waited_s = {"timeout": 0.0, "quiet": 0.0}
         _unless_the_broker_died(result, [], broker, options)     # a dead node's process only: no connection
         result.duration_s = round(time.monotonic() - t0, 3)
         return result

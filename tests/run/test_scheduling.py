@@ -31,6 +31,7 @@ def test_a_case_needing_a_missing_hook_is_unsupported_before_the_lock_or_a_conne
         assert result.verdict is Verdict.UNSUPPORTED, (case_id, result.reason)
         assert result.reason == f"the broker profile has no {hook!r} hook; add one to the profile to run this case"
         assert result.transcripts == [] and result.findings == []
+        assert result.waited_s == {"timeout": 0.0, "quiet": 0.0}
 
 
 class _Case:
