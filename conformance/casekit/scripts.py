@@ -238,19 +238,21 @@ class SessionScript:
         """Whether `frame` ends this session (the broker's end) or the connection (close)."""
         return isinstance(frame.body, Close) or (isinstance(frame.body, End) and frame.channel == self.remote_channel)
 
-    def barrier(self, queue: str | None = None, *, through_queue: bool = False) -> None:
+    def barrier(self, queue: str | None = None, *, through_queue: bool = False, on_connection: bool = False) -> None:
         """A round trip the broker must answer, ordered after everything sent so far on this session.
 
         With a queue (`queue`, default the first link's): a link attached and detached on this session; with
         `through_queue`, a receiving link on that queue, whose attach the broker answers only after its queue
         took it as a consumer, so on brokers that run queues apart from sessions (RabbitMQ) the answer comes
         after what the queue did for requests sent before it (drain answers, deliveries for credit granted).
-        Without a queue: a begin and end on a fresh channel. The frame timeout bounds each wait
+        Without a queue, or `on_connection`: a begin and end on a fresh channel, which leaves this session
+        alone (RabbitMQ 3.10 resets the connection on a frame for a session it is ending after a drain it could
+        not do; its connection answers a begin whatever its sessions do). The frame timeout bounds each wait
         (ExpectationTimeout: the broker stopped answering); `Precluded` when the broker ends the session or
         closes the connection first."""
         if queue is None and self.links:
             queue = self.links[0].queue
-        if queue is None or self.state.ended_by_remote is not None or self.state.ended_by_us:
+        if on_connection or queue is None or self.state.ended_by_remote is not None or self.state.ended_by_us:
             return self.connection.begin_end_barrier()
         handle = self._next_handle()          # free again once the barrier link is detached
         self._barriers = getattr(self, "_barriers", 0) + 1
@@ -290,7 +292,7 @@ class SessionScript:
             pass
 
     def answer_or_absence(self, expect: Callable[[float | None], Any], *, through_queue: bool = False,
-                          queue: str | None = None) -> Any:
+                          queue: str | None = None, on_connection: bool = False) -> Any:
         """The answer to a request just sent, or proof that none is coming, without waiting the frame timeout:
         `expect(timeout)` waits for the answer (raising ExpectationTimeout when it does not come). If it is not
         here yet, a barrier round trip (`barrier`) shows the broker processed the request, then the answer
@@ -304,7 +306,7 @@ class SessionScript:
         except ExpectationTimeout:
             pass
         try:
-            self.barrier(queue, through_queue=through_queue)
+            self.barrier(queue, through_queue=through_queue, on_connection=on_connection)
         except Precluded:             # the session or connection ended: the answer came before it, or never
             return expect(0)
         return expect(self.absence_window())
@@ -552,7 +554,7 @@ class ReceiverScript(LinkScript):
         the queue and the absence window (the frame timeout only for a broker that answers nothing)."""
         return self.session.answer_or_absence(lambda timeout: self.peer.expect(
             Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=self._mark, timeout=timeout,
-            unless=self._gone, **matchers), through_queue=True, queue=self.queue)
+            unless=self._gone, **matchers), on_connection=True)
 
     def _position(self, body) -> int:
         for i, item in enumerate(self.peer.arrived):
@@ -664,7 +666,7 @@ class SenderScript(LinkScript):
         try:
             return self.session.answer_or_absence(lambda timeout: self.peer.expect(
                 Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=mark, where=current,
-                timeout=timeout, unless=self._gone), queue=self.queue).body
+                timeout=timeout, unless=self._gone), on_connection=True).body
         except (ExpectationTimeout, ConnectionLost) as exc:
             if requirement is None:       # echo only as a means: no answer is no finding
                 return None
