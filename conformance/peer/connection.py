@@ -15,6 +15,7 @@ from __future__ import annotations
 import socket
 import ssl
 import threading
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +91,7 @@ class Peer(Expectations):
         self.client_sasl_init: SaslInit | None = None   # server role: what the client sent
         self.arrived: list = []           # every incoming header/frame except heartbeats, in order
         self.ending: str | None = None    # how the other side ended the connection (errors.CLOSE_FRAME, FIN, ...)
-        self._inbox: list = []            # (arrival index, item) not yet consumed by an expectation
+        self._inbox: deque = deque()      # (arrival index, item) not yet consumed by an expectation
         self._cond = threading.Condition()
         self._failure: Exception | None = None
         self._inbound = Inbound(self.state)
@@ -304,14 +305,19 @@ class Peer(Expectations):
 
     def _received(self, data: bytes) -> bool:
         """Bytes off the socket: decode (inbound.py), record, queue; False ends reading (malformed input)."""
+        fed = self._inbound.decode(data)     # only this thread decodes: no lock held meanwhile
+        items = fed.items
+        if items:
+            self.transcript.add_items("in", items)
         with self._cond:
-            fed = self._inbound.feed(data)
-            for item in fed.items:
-                self.transcript.add("in", item, item.raw)
-                if isinstance(item, Frame) and item.body is None:
-                    continue       # heartbeats are recorded, not queued
-                self._inbox.append((len(self.arrived), item))
-                self.arrived.append(item)
+            if items:
+                self._inbound.observe(items)
+                arrived, inbox = self.arrived, self._inbox
+                for item in items:
+                    if isinstance(item, Frame) and item.body is None:
+                        continue       # heartbeats are recorded, not queued
+                    inbox.append((len(arrived), item))
+                    arrived.append(item)
             if fed.error is not None:
                 exc = fed.error
                 if hasattr(exc, "data"):          # wire.NotAProtocolHeader: not an AMQP peer at all

@@ -13,6 +13,7 @@ wait at once with the error that says so.
 from __future__ import annotations
 
 import time
+from itertools import islice
 from typing import Any, Callable
 
 from ..wire import Close, Detach, End, Error, Frame, ProtocolHeader
@@ -104,8 +105,9 @@ class Expectations:
         with self._cond:
             return len(self.arrived)
 
-    def _wait(self, what: str, timeout: float | None, find: Callable[[], Any]) -> Any:
-        """Wait (bounded, named) until `find()` (called under the lock) returns something."""
+    def _wait(self, what: str | Callable[[], str], timeout: float | None, find: Callable[[], Any]) -> Any:
+        """Wait (bounded, named) until `find()` (called under the lock) returns something. `what` may be a
+        function giving the name: it is called only when the wait fails."""
         wait = self.timeouts.frame if timeout is None else timeout
         deadline = time.monotonic() + wait
         with self._cond:
@@ -116,17 +118,22 @@ class Expectations:
                 if self._failure is not None:
                     raise self._failure
                 if self.ending is not None:
-                    raise ConnectionLost(what, list(self.arrived), self.ending)
+                    raise ConnectionLost(what() if callable(what) else what, list(self.arrived), self.ending)
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise ExpectationTimeout(what, wait, list(self.arrived))
+                    raise ExpectationTimeout(what() if callable(what) else what, wait, list(self.arrived))
                 self._cond.wait(left)
 
     def _take(self, accept: Callable[[int, Any], bool]) -> Callable[[], Any]:
         def find():
-            for i, (seq, item) in enumerate(self._inbox):
+            inbox = self._inbox
+            if not inbox:
+                return None
+            if accept(*inbox[0]):                 # the common case: the oldest frame is the one expected
+                return inbox.popleft()[1]
+            for i, (seq, item) in enumerate(islice(inbox, 1, None), 1):
                 if accept(seq, item):
-                    del self._inbox[i]
+                    del inbox[i]
                     return item
             return None
         return find
@@ -144,7 +151,7 @@ class Expectations:
         """
         kinds_t = _kinds(kinds)
         check_fields(kinds_t, fields)
-        what = describe_pattern(kinds_t, channel, fields)
+        what = lambda: describe_pattern(kinds_t, channel, fields)   # noqa: E731 - named only when the wait fails
         accept = lambda seq, item: (after is None or seq >= after) and matches(item, kinds_t, channel, where, fields)
         if unless is None:
             return self._wait(what, timeout, self._take(accept))
@@ -155,7 +162,7 @@ class Expectations:
                     del self._inbox[i]
                     return item
                 if (after is None or seq >= after) and matches(item, (), None, unless, {}):
-                    raise Precluded(what, item, list(self.arrived))
+                    raise Precluded(what(), item, list(self.arrived))
             return None
         return self._wait(what, timeout, find)
 

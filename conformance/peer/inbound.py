@@ -50,6 +50,13 @@ class Inbound:
 
     def feed(self, data: bytes) -> Fed:
         """Decode `data`; frames are observed in the state in order. After an error nothing more is decoded."""
+        fed = self.decode(data)
+        self.observe(fed.items)
+        return fed
+
+    def decode(self, data: bytes) -> Fed:
+        """`feed` without the state: the reader decodes outside the peer's lock, then `observe`s the items
+        under it (so a script sending meanwhile sees the state before or after the whole read, never half)."""
         if self.failed is not None:
             return Fed(error=self.failed)
         self._undelivered += data
@@ -71,9 +78,13 @@ class Inbound:
             end = last.offset + len(last.raw)
             del self._undelivered[:end - self._stream_pos]
             self._stream_pos = end
+
+    def observe(self, items: list) -> None:
+        """Show decoded frames to the session/link bookkeeping, in order (heartbeats and headers skipped)."""
+        observe_in = self.state.observe_in
         for item in items:
-            if isinstance(item, Frame) and item.body is not None:
-                self.state.observe_in(item)
+            if item.__class__ is Frame and item.body is not None:
+                observe_in(item)
 
 
 def _whole_items(buf: bytes, base: int, bad_offset: int) -> list:

@@ -210,6 +210,11 @@ class PeerState:
 
     def observe_in(self, frame: Frame) -> None:
         body = frame.body
+        if body.__class__ is Transfer:          # the common case first (performance only)
+            s = self.by_remote_channel.get(frame.channel)
+            if s is not None:
+                self._their_transfer(s, frame)
+            return
         if isinstance(body, Begin):
             ours = self.sessions.get(_int(body.remote_channel)) if body.remote_channel is not None else None
             if ours is None:

@@ -31,7 +31,7 @@ REDACTED = b"<redacted>"
 SCHEMA = "amqp-conformance/transcript/1"
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     index: int
     t: float                 # seconds since the transcript started (monotonic clock)
@@ -116,10 +116,31 @@ class Transcript:
 
     def __init__(self, label: str = "broker"):
         self.label = label
-        self.entries: list[Entry] = []
+        self._entries: list[Entry] = []   # recorded and made into entries
+        self._pending: list = []          # recorded since: Entry, or (first index, t, direction, items) of a read
+        self._count = 0                   # entries recorded so far (made or pending)
         self._t0 = time.monotonic()
         self._lock = threading.Lock()
         self._secrets: list[bytes] = []
+
+    @property
+    def entries(self) -> list[Entry]:
+        """Every entry in order. The frames of a read are kept as the decoded items until someone reads the
+        transcript: their entries are made then (the same entries `add` would have made at once)."""
+        with self._lock:
+            return self._made()
+
+    def _made(self) -> list[Entry]:
+        entries, pending = self._entries, self._pending
+        if pending:
+            for record in pending:
+                if record.__class__ is Entry:
+                    entries.append(record)
+                else:
+                    first, t, direction, items = record
+                    entries.extend(Entry(first + k, t, direction, item, item.raw) for k, item in enumerate(items))
+            pending.clear()
+        return entries
 
     def add_secret(self, secret: str | bytes) -> None:
         """Mask this secret wherever it would appear in raw bytes or notes recorded from now on."""
@@ -144,19 +165,47 @@ class Transcript:
                 item = raw
             note = self._scrub(note.encode()).decode(errors="replace")
         with self._lock:
-            entry = Entry(len(self.entries), time.monotonic() - self._t0, direction, item, raw, auto, note)
-            self.entries.append(entry)
+            entry = Entry(self._count, time.monotonic() - self._t0, direction, item, raw, auto, note)
+            self._pending.append(entry)
+            self._count += 1
             return entry
+
+    def add_items(self, direction: str, items: list) -> None:
+        """Record decoded headers and frames that came off one read, in order: the entries `add(direction,
+        item, item.raw)` would make for each, with one clock reading (they arrived together) and one lock.
+        In the common case (no SASL frame, no secret in the bytes) the items are kept as they are and their
+        entries made when the transcript is read: recording costs one list append per read."""
+        secrets = self._secrets
+        scrub = bool(secrets) and any(secret in b"".join(item.raw for item in items) for secret in secrets)
+        sasl = SASL_FRAME
+        plain = not scrub and not any(item.__class__ is Frame and item.frame_type == sasl for item in items)
+        with self._lock:
+            t = time.monotonic() - self._t0
+            index = self._count
+            self._count += len(items)
+            if plain:
+                self._pending.append((index, t, direction, items))
+                return
+            append = self._pending.append
+            for item in items:
+                raw = item.raw
+                if item.__class__ is Frame and item.frame_type == sasl:
+                    item = redact(item)
+                    raw = item.raw or raw
+                if scrub:
+                    raw = self._scrub(bytes(raw))
+                append(Entry(index, t, direction, item, raw))
+                index += 1
 
     def frames(self, direction: str | None = None, name: str | None = None) -> list[Frame]:
         with self._lock:
-            entries = list(self.entries)
+            entries = list(self._made())
         return [e.item for e in entries if isinstance(e.item, Frame)
                 and (direction is None or e.direction == direction) and (name is None or e.name == name)]
 
     def snapshot(self) -> list[Entry]:
         with self._lock:
-            return list(self.entries)
+            return list(self._made())
 
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "label": self.label, "entries": [e.to_json() for e in self.snapshot()]}

@@ -14,6 +14,8 @@ from typing import Callable
 
 from .errors import FIN, RESET, SOCKET_ERROR
 
+RECV_SIZE = 1 << 18    # bytes asked for per read: a backlog of many frames is taken in one read
+
 
 class Transport:
     def __init__(self, sock, *, name: str, on_data: Callable[[bytes], bool], on_end: Callable[[str | None], None]):
@@ -71,9 +73,10 @@ class Transport:
 
     def _read_loop(self) -> None:
         how: str | None = None
+        recv = self._recv_function()
         while not self._stopping.is_set():
             try:
-                data = self.sock.recv(65536)
+                data = recv()
             except ConnectionResetError:
                 how, data = RESET, b""
             except (OSError, ValueError):
@@ -83,6 +86,21 @@ class Transport:
                 return
             if not self._on_data(data):
                 return
+
+    def _recv_function(self) -> Callable[[], bytes]:
+        """One read of whatever has arrived, up to RECV_SIZE bytes: into one buffer allocated once (a
+        fresh buffer that large per read would be mapped and unmapped by the allocator every time), then
+        copied out at its length. A TLS stream reads its own way."""
+        sock = self.sock
+        if not isinstance(sock, socket.socket):
+            return lambda: sock.recv(RECV_SIZE)
+        buf = bytearray(RECV_SIZE)
+        view = memoryview(buf)
+        recv_into = sock.recv_into
+
+        def recv() -> bytes:
+            return bytes(view[:recv_into(buf)])
+        return recv
 
     # -- ending --------------------------------------------------------------------------------------------
 

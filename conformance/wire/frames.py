@@ -11,7 +11,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from .decode import DecodeError, decode_value
+from .decode import DecodeError, decode_performative
 from .encode import _COMPILED_FRAMES, EncodeError, encode_composite, encode_value
 from .performatives import Composite
 
@@ -61,7 +61,7 @@ class ProtocolHeader:
             self.protocol_id, f"protocol-{self.protocol_id}")
 
 
-@dataclass
+@dataclass(slots=True)
 class Frame:
     """One frame: channel, body (a composite, or None for an empty frame / heartbeat) and payload.
 
@@ -153,52 +153,56 @@ class FrameDecoder:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list:
+        """The protocol headers and frames completed by `data`, in order; the rest stays buffered. A
+        malformed frame raises DecodeError (the frames before it in `data` are consumed and lost to the
+        caller: `peer.inbound` recovers them from its own copy of the bytes)."""
         if self._failed is not None:
             raise self._failed
-        self._buf += data
+        if self._buf:
+            self._buf += data
+            buf = bytes(self._buf)
+        else:
+            buf = data if type(data) is bytes else bytes(data)
+        n = len(buf)
+        pos = 0
+        base = self._offset
         out = []
+        append = out.append
+        unpack = _HEADER.unpack_from
+        frame_body = _frame_body
+        limit = self.max_frame_size
         try:
-            while True:
-                item = self._next()
-                if item is None:
+            if self.header_first and base == 0 and buf[:4] != b"AMQP"[:n]:
+                raise NotAProtocolHeader(buf)
+            while n - pos >= 8:        # a frame header or protocol header is complete
+                start = base + pos
+                if buf[pos:pos + 4] == b"AMQP":
+                    raw = buf[pos:pos + 8]
+                    append(ProtocolHeader(raw[4], raw[5], raw[6], raw[7], raw=raw, offset=start))
+                    pos += 8
+                    continue
+                size, doff, ftype, channel = unpack(buf, pos)
+                if size < 8:
+                    raise DecodeError(start, f"frame SIZE {size} is less than the 8-byte header (§2.3.1)")
+                if doff < 2:
+                    raise DecodeError(start + 4, f"frame DOFF {doff} is less than 2 (§2.3.1)")
+                if doff * 4 > size:
+                    raise DecodeError(start + 4, f"frame DOFF {doff} points past the frame end (SIZE {size})")
+                if limit is not None and size > limit:
+                    raise DecodeError(start, f"frame SIZE {size} exceeds max-frame-size {limit}")
+                if ftype > SASL_FRAME:
+                    raise DecodeError(start + 5, f"unknown frame TYPE 0x{ftype:02x}")
+                if n - pos < size:
                     break
-                out.append(item)
+                append(frame_body(buf[pos:pos + size], start, size, doff * 4, ftype, channel))
+                pos += size
         except DecodeError as exc:
             self._failed = exc
             raise
+        finally:
+            self._buf = bytearray(buf[pos:]) if pos < n else bytearray()
+            self._offset = base + pos
         return out
-
-    def _consume(self, n: int) -> bytes:
-        chunk = bytes(self._buf[:n])
-        del self._buf[:n]
-        self._offset += n
-        return chunk
-
-    def _next(self):
-        buf = self._buf
-        if self.header_first and self._offset == 0 and buf[:4] != b"AMQP"[:len(buf)]:
-            raise NotAProtocolHeader(bytes(buf))
-        if len(buf) < 8:               # a frame header or protocol header is not complete yet
-            return None
-        start = self._offset
-        if buf[:4] == b"AMQP":
-            raw = self._consume(8)
-            return ProtocolHeader(raw[4], raw[5], raw[6], raw[7], raw=raw, offset=start)
-        size, doff, ftype, channel = _HEADER.unpack_from(buf, 0)
-        if size < 8:
-            raise DecodeError(start, f"frame SIZE {size} is less than the 8-byte header (§2.3.1)")
-        if doff < 2:
-            raise DecodeError(start + 4, f"frame DOFF {doff} is less than 2 (§2.3.1)")
-        if doff * 4 > size:
-            raise DecodeError(start + 4, f"frame DOFF {doff} points past the frame end (SIZE {size})")
-        if self.max_frame_size is not None and size > self.max_frame_size:
-            raise DecodeError(start, f"frame SIZE {size} exceeds max-frame-size {self.max_frame_size}")
-        if ftype not in (AMQP_FRAME, SASL_FRAME):
-            raise DecodeError(start + 5, f"unknown frame TYPE 0x{ftype:02x}")
-        if len(buf) < size:
-            return None
-        raw = self._consume(size)
-        return decode_frame(raw, start)
 
 
 def decode_frame(raw: bytes, offset: int = 0) -> Frame:
@@ -215,11 +219,16 @@ def decode_frame(raw: bytes, offset: int = 0) -> Frame:
         raise DecodeError(offset + 4, f"frame DOFF {doff} points past the frame end (SIZE {size})")
     if ftype not in (AMQP_FRAME, SASL_FRAME):
         raise DecodeError(offset + 5, f"unknown frame TYPE 0x{ftype:02x}")
+    return _frame_body(raw, offset, size, body_start, ftype, channel)
+
+
+def _frame_body(raw: bytes, offset: int, size: int, body_start: int, ftype: int, channel: int) -> Frame:
+    """The rest of `decode_frame` once the header is checked (FrameDecoder.feed has checked it already)."""
     if body_start == size:
         if ftype == SASL_FRAME:
             raise DecodeError(offset, "empty SASL frame (§5.3.1: an irrecoverable error)")
         return Frame(channel, None, b"", ftype, raw=raw, offset=offset)
-    body, pos = decode_value(raw, body_start, size, base=offset)
+    body, pos = decode_performative(raw, body_start, size, base=offset)
     if not isinstance(body, Composite):
         raise DecodeError(offset + body_start, f"frame body is not a performative: {type(body).__name__}")
     want = "sasl-frame" if ftype == SASL_FRAME else "frame"
