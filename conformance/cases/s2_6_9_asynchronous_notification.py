@@ -16,16 +16,17 @@ MESSAGES = 1000
 @case("2.6.9/1", "Asynchronous notification: a credit window topped up while transfers stream",
       ["2.6.9/asynchronous-notification", "2.6.7/no-send-without-credit", "2.6.7/credit-formula"],
       figure="2.45",
-      expectation=f"{MESSAGES} queued; keep link-credit at {TARGET}, topped up after every {STEP} transfers (so each "
-                  f"top-up crosses transfers in flight) -> all {MESSAGES} arrive in order, and no transfer ever exceeds "
-                  "the delivery-limit in force")
+      expectation=f"{MESSAGES} queued; keep link-credit at {TARGET}: after every {STEP} transfers consumed, "
+                  f"flow(delivery-count=start + consumed, link-credit={TARGET}), which crosses the transfers in flight "
+                  f"-> all {MESSAGES} arrive in order, and no transfer ever exceeds the delivery-limit in force")
 def asynchronous_notification(ctx):
     """Figure 2.45: flow(link-credit=delta) crosses transfers in flight; the model judges each transfer.
     More messages are queued than the case ever grants credit for, so a sender that adds credit instead of
     setting it overruns the final delivery-limit whatever the timing. Each top-up is sent while most of the
-    credit granted is still unused, so the broker has transfers in flight when it takes the new flow, on every
-    run: a sender that does not count those against delivery-count(rcv) + link-credit(rcv) overruns the
-    limit (RabbitMQ 3.10 did so in 1 of 5 runs when top-ups came only below half the window)."""
+    credit granted is still unused and names the delivery-count we consumed up to, so the broker has transfers
+    in flight when it takes the new flow, on every run: a sender that does not count those against
+    delivery-count(rcv) + link-credit(rcv) overruns the limit (RabbitMQ 3.10 did so in 1 of 5 runs when
+    top-ups came only below half the window)."""
     queue = ctx.queue(preload=MESSAGES + 3 * TARGET)
     link = ctx.session().attach_receiver(queue)
     start = link.delivery_count
@@ -35,7 +36,9 @@ def asynchronous_notification(ctx):
         link.expect_transfers(1, requirement="2.6.9/asynchronous-notification")
         received += 1
         if received % STEP == 0 and received < MESSAGES:
-            limit = link.flow(link_credit=TARGET)      # back to the target: delivery-count(rcv) + TARGET
+            # back to the target from what we consumed: delivery-count(rcv) = start + received, behind the
+            # sender's by the transfers under way, which the sender must count against the new limit
+            limit = link.flow(link_credit=TARGET, delivery_count=start + received)
     remaining = serial_diff(int(start + received), limit)
     link.expect_transfers(remaining, requirement="2.6.9/asynchronous-notification")   # the last grant
     link.expect_no_transfer(requirement="2.6.7/no-send-without-credit",
