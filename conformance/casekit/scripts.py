@@ -201,12 +201,14 @@ class SessionScript:
     def set_incoming_window(self, window: int) -> None:
         self.flow(incoming_window=window)
 
-    def echo(self, requirement: str | None) -> Flow | None:
+    def echo(self, requirement: str | None, *, settled: bool = False) -> Flow | None:
         """flow(echo=true) without a handle; returns the broker's next flow on this session that reflects
         every transfer we sent (earlier flows, sent before the broker processed them, are skipped).
         No answer: a finding on `requirement` (halts); with requirement None (echo is only the means), the
-        latest flow the broker sent on its own that reflects every transfer, or None."""
-        settle(self.peer, self.ctx.options.quiet_period)
+        latest flow the broker sent on its own that reflects every transfer, or None. `settled`: the caller has
+        just let the connection go quiet (`own_flow_after_transfers`); no second quiet period first."""
+        if not settled:
+            settle(self.peer, self.ctx.options.quiet_period)
         mark = self.peer.mark()
         ours = self.state.next_outgoing_id
         self.peer.flow(self.channel, echo=True)
@@ -650,12 +652,14 @@ class SenderScript(LinkScript):
         self.sent[int(frame.body.delivery_id)] = body
         return frame
 
-    def echo(self, *, requirement: str | None) -> Flow | None:
+    def echo(self, *, requirement: str | None, settled: bool = False) -> Flow | None:
         """flow(echo=true) on this sender link; returns the broker's flow that reflects every transfer sent
         (flows the broker sent before it processed them may arrive first and are skipped). A flow ahead of
         our delivery-count is returned at once (the caller's check fails it). With requirement None (echo
-        only as a means), no answer returns None."""
-        settle(self.peer, self.ctx.options.quiet_period)
+        only as a means), no answer returns None. `settled`: the caller has just let the connection go quiet
+        (`flow_after_transfers`); no second quiet period first."""
+        if not settled:
+            settle(self.peer, self.ctx.options.quiet_period)
         mark = self.peer.mark()
         ours = self.state.delivery_count
         self.peer.flow(self.session.channel, handle=self.handle, link_credit=None, echo=True)

@@ -241,7 +241,7 @@ def publisher_wrap(ctx):
     after = link.flow_after_transfers()
     source = "a flow the broker sent on its own"
     if after is None:
-        after = link.echo(requirement=None)
+        after = link.echo(requirement=None, settled=True)
         source = "the broker's answer to flow(echo=true)"
     accepted = link.accepted_bodies()
     depth = ctx.queue_depth(queue)
