@@ -313,7 +313,7 @@ def echo_as_sender(ctx):
 @case("2.6.7/14", "Queue at its length limit: publisher credit withheld (or transfers rejected), no disconnect",
       ["2.6.7/link-credit-receiver", "3.4.2/accepted-at-target", "2.6.7/no-send-without-credit",
        "2.6.7/initial-flow-state", "2.6.7/credit-formula"], subject=["2.6.7/link-credit-receiver"],
-      needs=("queue_length_limit",),
+      needs=("queue_length_limit",), own_node=True,
       expectation="queue limited to 10 messages with reject-publish overflow -> after 10, credit withheld or "
                   "transfers rejected (recorded), connection stays open; after draining, publishing resumes")
 def queue_length_limit(ctx):

@@ -97,6 +97,9 @@ class Expectations:
     # watched from when an answer to our last frame could have arrived: on a slow network the broker's
     # answer comes a round trip later, and an absence check must not end before it could come.
     round_trip: float = 0.0
+    # Wait accounting (seconds, per connection): expectations that ran out, and quiet periods watched.
+    timed_out_s: float = 0.0
+    quiet_s: float = 0.0
 
     # -- expectations ----------------------------------------------------------------------------------
 
@@ -121,6 +124,7 @@ class Expectations:
                     raise ConnectionLost(what() if callable(what) else what, list(self.arrived), self.ending)
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    self.timed_out_s += wait
                     raise ExpectationTimeout(what() if callable(what) else what, wait, list(self.arrived))
                 self._cond.wait(left)
 
@@ -201,6 +205,7 @@ class Expectations:
                     raise self._failure
                 left = deadline - time.monotonic()
                 if left <= 0 or self.ending is not None:
+                    self.quiet_s += period - max(left, 0.0)
                     return list(self.arrived[start:])
                 self._cond.wait(left)
 
