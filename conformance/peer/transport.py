@@ -147,8 +147,8 @@ class Transport:
     def _recv_function(self) -> Callable[[float | None], bytes | None]:
         """One read of whatever has arrived, up to RECV_SIZE bytes (None: nothing arrived within the
         timeout): into one buffer allocated once (a fresh buffer that large per read would be mapped and
-        unmapped by the allocator every time), then copied out at its length. Input already there is taken
-        without polling first. A TLS stream reads its own way (blocking)."""
+        unmapped by the allocator every time), then copied out at its length. A TLS stream reads its own
+        way (blocking)."""
         sock = self.sock
         if not isinstance(sock, socket.socket):
             return lambda timeout: sock.recv(RECV_SIZE)
@@ -162,11 +162,7 @@ class Transport:
         def recv(timeout: float | None) -> bytes | None:
             if timeout is None:
                 return bytes(view[:recv_into(buf)])
-            try:
-                return bytes(view[:recv_into(buf, 0, dontwait)])
-            except BlockingIOError:
-                pass
-            if timeout <= 0 or not poller.poll(max(1, int(timeout * 1000.0 + 0.999))):
+            if not poller.poll(int(timeout * 1000.0 + 0.999) if timeout > 0 else 0):   # at once if readable
                 return None
             try:
                 return bytes(view[:recv_into(buf, 0, dontwait)])
