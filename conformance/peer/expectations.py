@@ -162,13 +162,8 @@ class Expectations:
         kinds_t = _kinds(kinds)
         check_fields(kinds_t, fields)
         what = lambda: describe_pattern(kinds_t, channel, fields)   # noqa: E731 - named only when the wait fails
-        if kinds_t and channel is None and where is None and after is None and not fields:
-            # by kind alone (a stream's `expect(Transfer)`): what `matches` does for this pattern, inline
-            accept = lambda seq, item: isinstance(item, Frame) and isinstance(item.body, kinds_t)  # noqa: E731
-        else:
-            accept = lambda seq, item: ((after is None or seq >= after)  # noqa: E731
-                                        and matches(item, kinds_t, channel, where, fields))
-        return self._wait(what, timeout, self._take(accept))
+        return self._wait(what, timeout, self._take(
+            lambda seq, item: (after is None or seq >= after) and matches(item, kinds_t, channel, where, fields)))
 
     def expect_any(self, *kinds, timeout: float | None = None, **fields) -> Frame:
         """`expect((A, B, ...))`: whichever of the kinds comes first."""
