@@ -7,7 +7,9 @@ what it waited for when it runs out; a connection that ended or bytes that could
 wait at once with the error that says so.
 
 `Expectations` is the part of `Peer` that waits; it reads the peer's inbox under the peer's condition
-(`_cond`, `_inbox`, `arrived`, `_failure`, `ending`, `timeouts`), which the peer's reader fills.
+(`_cond`, `_inbox`, `arrived`, `_failure`, `ending`, `timeouts`), which the peer's reading fills. A waiting
+thread reads the socket itself when `_read_here` allows (transport.py: no hand-off per read); otherwise the
+reader thread fills the inbox and notifies.
 """
 
 from __future__ import annotations
@@ -101,6 +103,10 @@ class Expectations:
     timed_out_s: float = 0.0
     quiet_s: float = 0.0
 
+    # `transport.read_here` (set by the peer): read the socket on the waiting thread. None: wait for the
+    # reader thread only.
+    _read_here: Callable[[float], bool] | None = None
+
     # -- expectations ----------------------------------------------------------------------------------
 
     def mark(self) -> int:
@@ -113,6 +119,7 @@ class Expectations:
         function giving the name: it is called only when the wait fails."""
         wait = self.timeouts.frame if timeout is None else timeout
         deadline = time.monotonic() + wait
+        read_here = self._read_here
         with self._cond:
             while True:
                 found = find()
@@ -126,7 +133,23 @@ class Expectations:
                 if left <= 0:
                     self.timed_out_s += wait
                     raise ExpectationTimeout(what() if callable(what) else what, wait, list(self.arrived))
-                self._cond.wait(left)
+                self._await_input(read_here, left)
+
+    def _await_input(self, read_here: Callable[[float], bool] | None, left: float) -> None:
+        """Under `_cond`: let input arrive for up to `left` seconds. This thread reads the socket itself when
+        it can (`read_here`, outside the lock; what it reads is queued before it returns), else it waits
+        for the reader thread's notification. The caller looks at the inbox again either way."""
+        if read_here is not None:
+            seen = (len(self.arrived), self.ending, self._failure)
+            self._cond.release()
+            try:
+                if read_here(left):
+                    return
+            finally:
+                self._cond.acquire()
+            if (len(self.arrived), self.ending, self._failure) != seen:   # delivered while the lock was free
+                return
+        self._cond.wait(left)
 
     def _take(self, accept: Callable[[int, Any], bool]) -> Callable[[], Any]:
         def find():
@@ -207,7 +230,7 @@ class Expectations:
                 if left <= 0 or self.ending is not None:
                     self.quiet_s += period - max(left, 0.0)
                     return list(self.arrived[start:])
-                self._cond.wait(left)
+                self._await_input(self._read_here, left)
 
     def expect_error(self, condition: str | None = None, *, accept=(Detach, End, Close),
                      timeout: float | None = None, channel: int | None = None) -> Frame:
