@@ -789,5 +789,8 @@ class SenderScript(LinkScript):
                     break
             if not deadline_ok:
                 return False
-            self.transfer(f"{self.queue}+{i}".encode())
+            try:     # a connection the broker dropped shows here when its FIN was not read yet
+                self.transfer(f"{self.queue}+{i}".encode())
+            except ConnectionLost:
+                return False
         return True
