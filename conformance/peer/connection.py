@@ -96,6 +96,7 @@ class Peer(Expectations):
         self._failure: Exception | None = None
         self._inbound = Inbound(self.state)
         self.transport = Transport(sock, name=f"amqp-peer-{role}", on_data=self._received, on_end=self._ended)
+        self._read_here = self.transport.read_here if self.transport.direct else None
         self.transport.start()
 
     # -- construction ----------------------------------------------------------------------------------
@@ -301,11 +302,12 @@ class Peer(Expectations):
             return False
         return True
 
-    # -- what the reader thread hands over -----------------------------------------------------------------
+    # -- what reading hands over (the reader thread, or a waiting thread: transport.py) -------------------
 
     def _received(self, data: bytes) -> bool:
-        """Bytes off the socket: decode (inbound.py), record, queue; False ends reading (malformed input)."""
-        fed = self._inbound.decode(data)     # only this thread decodes: no lock held meanwhile
+        """Bytes off the socket: decode (inbound.py), record, queue; False ends reading (malformed input).
+        The transport's read lock makes this one call at a time, in stream order."""
+        fed = self._inbound.decode(data)     # only the reading thread decodes: no peer lock held meanwhile
         items = fed.items
         if items:
             self.transcript.add_items("in", items)

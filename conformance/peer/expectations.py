@@ -7,7 +7,9 @@ what it waited for when it runs out; a connection that ended or bytes that could
 wait at once with the error that says so.
 
 `Expectations` is the part of `Peer` that waits; it reads the peer's inbox under the peer's condition
-(`_cond`, `_inbox`, `arrived`, `_failure`, `ending`, `timeouts`), which the peer's reader fills.
+(`_cond`, `_inbox`, `arrived`, `_failure`, `ending`, `timeouts`), which the peer's reading fills. A waiting
+thread reads the socket itself when `_read_here` allows (transport.py: no hand-off per read); otherwise the
+reader thread fills the inbox and notifies.
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ from typing import Any, Callable
 
 from ..wire import Close, Detach, End, Error, Frame, ProtocolHeader
 from .errors import ConnectionLost, ExpectationTimeout, ScriptError, UnexpectedFrame
+
+
+class Precluded(ExpectationTimeout):
+    """An expectation ended early: a frame arrived that rules out the awaited one (e.g. the broker ended
+    the session whose answer we waited for). An `ExpectationTimeout` that waited 0 s, naming that frame."""
+
+    def __init__(self, description: str, frame: Any, arrived: list):
+        super().__init__(description, 0.0, arrived)
+        self.frame = frame
 
 
 Matcher = Any  # a value compared with ==, or a callable predicate
@@ -92,6 +103,10 @@ class Expectations:
     timed_out_s: float = 0.0
     quiet_s: float = 0.0
 
+    # `transport.read_here` (set by the peer): read the socket on the waiting thread. None: wait for the
+    # reader thread only.
+    _read_here: Callable[[float], bool] | None = None
+
     # -- expectations ----------------------------------------------------------------------------------
 
     def mark(self) -> int:
@@ -104,6 +119,7 @@ class Expectations:
         function giving the name: it is called only when the wait fails."""
         wait = self.timeouts.frame if timeout is None else timeout
         deadline = time.monotonic() + wait
+        read_here = self._read_here
         with self._cond:
             while True:
                 found = find()
@@ -117,7 +133,23 @@ class Expectations:
                 if left <= 0:
                     self.timed_out_s += wait
                     raise ExpectationTimeout(what() if callable(what) else what, wait, list(self.arrived))
-                self._cond.wait(left)
+                self._await_input(read_here, left)
+
+    def _await_input(self, read_here: Callable[[float], bool] | None, left: float) -> None:
+        """Under `_cond`: let input arrive for up to `left` seconds. This thread reads the socket itself when
+        it can (`read_here`, outside the lock; what it reads is queued before it returns), else it waits
+        for the reader thread's notification. The caller looks at the inbox again either way."""
+        if read_here is not None:
+            seen = (len(self.arrived), self.ending, self._failure)
+            self._cond.release()
+            try:
+                if read_here(left):
+                    return
+            finally:
+                self._cond.acquire()
+            if (len(self.arrived), self.ending, self._failure) != seen:   # delivered while the lock was free
+                return
+        self._cond.wait(left)
 
     def _take(self, accept: Callable[[int, Any], bool]) -> Callable[[], Any]:
         def find():
@@ -134,17 +166,32 @@ class Expectations:
         return find
 
     def expect(self, kinds=None, *, timeout: float | None = None, channel: int | None = None,
-               where: Callable | None = None, after: int | None = None, **fields: Matcher) -> Frame:
+               where: Callable | None = None, after: int | None = None, unless: Callable | None = None,
+               **fields: Matcher) -> Frame:
         """Wait for the first frame in the inbox (arrival order) matching the pattern; remove and return it.
 
         kinds: a performative class or a tuple of them (None: any). fields: value (==), class (isinstance)
-        or predicate per field. where: a predicate on the whole Frame. after: a `mark()`.
+        or predicate per field. where: a predicate on the whole Frame. after: a `mark()`. unless: a
+        predicate on a Frame that rules the awaited one out (e.g. the session's end): when such a frame is
+        in the inbox (from `after` on) and no matching one came before it, `Precluded` is raised at once
+        and the frame stays in the inbox.
         """
         kinds_t = _kinds(kinds)
         check_fields(kinds_t, fields)
         what = lambda: describe_pattern(kinds_t, channel, fields)   # noqa: E731 - named only when the wait fails
-        return self._wait(what, timeout, self._take(
-            lambda seq, item: (after is None or seq >= after) and matches(item, kinds_t, channel, where, fields)))
+        accept = lambda seq, item: (after is None or seq >= after) and matches(item, kinds_t, channel, where, fields)
+        if unless is None:
+            return self._wait(what, timeout, self._take(accept))
+
+        def find():
+            for i, (seq, item) in enumerate(self._inbox):
+                if accept(seq, item):
+                    del self._inbox[i]
+                    return item
+                if (after is None or seq >= after) and matches(item, (), None, unless, {}):
+                    raise Precluded(what(), item, list(self.arrived))
+            return None
+        return self._wait(what, timeout, find)
 
     def expect_any(self, *kinds, timeout: float | None = None, **fields) -> Frame:
         """`expect((A, B, ...))`: whichever of the kinds comes first."""
@@ -183,7 +230,7 @@ class Expectations:
                 if left <= 0 or self.ending is not None:
                     self.quiet_s += period - max(left, 0.0)
                     return list(self.arrived[start:])
-                self._cond.wait(left)
+                self._await_input(self._read_here, left)
 
     def expect_error(self, condition: str | None = None, *, accept=(Detach, End, Close),
                      timeout: float | None = None, channel: int | None = None) -> Frame:

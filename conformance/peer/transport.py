@@ -1,20 +1,31 @@
 """The peer's transport: one socket (plain or TLS), the reader thread, heartbeats, and how the connection ended.
 
 This module owns every byte that crosses the socket and every thread of a peer. It knows nothing about
-frames: the reader hands each chunk of bytes to `on_data` and, when the stream ends, calls `on_end` once with
+frames: each chunk of bytes read goes to `on_data` and, when the stream ends, `on_end` is called once with
 how it ended (FIN: the other side closed its end; RESET: TCP RST; SOCKET_ERROR: anything else). Writes are
 serialised by one lock; a failed write raises OSError for the caller to describe.
+
+Who reads: one read lock makes reading, and handing the chunk on, one step at a time, so chunks reach
+`on_data` in stream order whoever read them. A thread waiting for input (the script, in an expectation)
+reads the socket itself with `read_here` (plain sockets): no hand-off from another thread per read. The
+reader thread reads whenever no waiter has read within the last HOLD_OFF seconds (nobody waits, or the
+script is busy elsewhere), so input is still taken, recorded and the stream's end noticed when nobody
+waits. A TLS stream is read by the reader thread only.
 """
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
+import time
 from typing import Callable
 
 from .errors import FIN, RESET, SOCKET_ERROR
 
 RECV_SIZE = 1 << 18    # bytes asked for per read: a backlog of many frames is taken in one read
+HOLD_OFF = 0.05        # seconds the reader thread leaves the socket to a waiter that has just read it
+_READABLE = select.POLLIN | select.POLLERR | select.POLLHUP
 
 
 class Transport:
@@ -28,6 +39,11 @@ class Transport:
         self._send_lock = threading.Lock()
         self._stopping = threading.Event()
         self._heartbeat_thread: threading.Thread | None = None
+        self._read_lock = threading.Lock()   # held while one chunk is read and handed to on_data
+        self._done = False                   # the stream ended or on_data refused: nobody reads again
+        self._waiter_read_at = float("-inf")  # monotonic time a waiter last read (read_here)
+        self.direct = isinstance(sock, socket.socket)   # a waiter may read itself (not TLS)
+        self._recv = self._recv_function()
         self._reader = threading.Thread(target=self._read_loop, name=f"{name}-reader", daemon=True)
 
     def start(self) -> None:
@@ -71,35 +87,87 @@ class Transport:
 
     # -- reading -------------------------------------------------------------------------------------------
 
-    def _read_loop(self) -> None:
-        how: str | None = None
-        recv = self._recv_function()
-        while not self._stopping.is_set():
-            try:
-                data = recv()
-            except ConnectionResetError:
-                how, data = RESET, b""
-            except (OSError, ValueError):
-                how, data = SOCKET_ERROR, b""
-            if not data:
-                self._on_end(None if self._stopping.is_set() else (how or FIN))
-                return
-            if not self._on_data(data):
-                return
+    def read_here(self, timeout: float) -> bool:
+        """For a thread waiting for input: read one chunk on this thread, waiting up to `timeout` seconds for
+        it, and hand it to `on_data` (or the end to `on_end`) before returning. False when this thread cannot
+        read (TLS, reading has ended, or another thread is reading now): then the reader thread delivers."""
+        if not self.direct or self._done or not self._read_lock.acquire(blocking=False):
+            return False
+        try:
+            self._waiter_read_at = time.monotonic()
+            if self._done or self._stopping.is_set():
+                return False
+            self._read_one(timeout)
+            self._waiter_read_at = time.monotonic()
+            return True
+        finally:
+            self._read_lock.release()
 
-    def _recv_function(self) -> Callable[[], bytes]:
-        """One read of whatever has arrived, up to RECV_SIZE bytes: into one buffer allocated once (a
-        fresh buffer that large per read would be mapped and unmapped by the allocator every time), then
-        copied out at its length. A TLS stream reads its own way."""
+    def _read_loop(self) -> None:
+        if not self.direct:
+            while not self._done and not self._stopping.is_set():
+                with self._read_lock:
+                    self._read_one(None)
+            return
+        poller = select.poll()
+        poller.register(self.sock, _READABLE)
+        while not self._done and not self._stopping.is_set():
+            try:
+                poller.poll()          # unbounded: close() shuts the socket down, which wakes it
+            except (OSError, ValueError):
+                pass
+            idle = time.monotonic() - self._waiter_read_at
+            if idle < HOLD_OFF:        # a waiter is taking the input: look again when it may have stopped
+                self._stopping.wait(HOLD_OFF - idle)   # bounded-wait-ok: the hold-off, at most HOLD_OFF
+                continue
+            with self._read_lock:
+                if self._done or self._stopping.is_set():
+                    return
+                self._read_one(0.0)    # a waiter may have drained it meanwhile: then nothing is read
+
+    def _read_one(self, timeout: float | None) -> bool:
+        """Under the read lock: one read (timeout None: block; else wait up to `timeout` s for input), handed
+        on. Returns whether anything (bytes or the end) was handed on."""
+        how: str | None = None
+        try:
+            data = self._recv(timeout)
+        except ConnectionResetError:
+            how, data = RESET, b""
+        except (OSError, ValueError):
+            how, data = SOCKET_ERROR, b""
+        if data is None:
+            return False
+        if not data:
+            self._done = True
+            self._on_end(None if self._stopping.is_set() else (how or FIN))
+        elif not self._on_data(data):
+            self._done = True
+        return True
+
+    def _recv_function(self) -> Callable[[float | None], bytes | None]:
+        """One read of whatever has arrived, up to RECV_SIZE bytes (None: nothing arrived within the
+        timeout): into one buffer allocated once (a fresh buffer that large per read would be mapped and
+        unmapped by the allocator every time), then copied out at its length. A TLS stream reads its own
+        way (blocking)."""
         sock = self.sock
         if not isinstance(sock, socket.socket):
-            return lambda: sock.recv(RECV_SIZE)
+            return lambda timeout: sock.recv(RECV_SIZE)
         buf = bytearray(RECV_SIZE)
         view = memoryview(buf)
         recv_into = sock.recv_into
+        dontwait = socket.MSG_DONTWAIT
+        poller = select.poll()
+        poller.register(sock, _READABLE)
 
-        def recv() -> bytes:
-            return bytes(view[:recv_into(buf)])
+        def recv(timeout: float | None) -> bytes | None:
+            if timeout is None:
+                return bytes(view[:recv_into(buf)])
+            if not poller.poll(int(timeout * 1000.0 + 0.999) if timeout > 0 else 0):   # at once if readable
+                return None
+            try:
+                return bytes(view[:recv_into(buf, 0, dontwait)])
+            except BlockingIOError:       # readable, yet nothing to read (spurious wake-up)
+                return None
         return recv
 
     # -- ending --------------------------------------------------------------------------------------------
