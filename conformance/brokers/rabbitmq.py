@@ -55,7 +55,10 @@ class RabbitMQBase(ManagedBroker):
             "RABBITMQ_LOGS": f"{data_dir}/log/rabbit.log",
             "RABBITMQ_ENABLED_PLUGINS_FILE": f"{data_dir}/enabled_plugins",
             "RABBITMQ_PID_FILE": f"{data_dir}/rabbit.pid",
-            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1}",
+            # schedulers do not busy-wait: two throwaway nodes and the suite's workers share the cores (RabbitMQ's
+            # advice for shared hosts); a busy-waiting node starves the other and stalls its answers
+            "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "-kernel inet_dist_use_interface {127,0,0,1} "
+                                                  "+sbwt none +sbwtdcpu none +sbwtdio none",
             "ERL_EPMD_PORT": str(epmd_port),
             "ERL_EPMD_ADDRESS": "127.0.0.1",
         }
