@@ -121,8 +121,8 @@ class CaseContext:
             self.broker.set_alarm(kind, False)
 
     def drain_queue(self, queue: str, *links: ReceiverScript) -> list[bytes]:
-        """Every body consumed from the queue during the case by the given links, then the rest."""
-        bodies = [b for link in links for b in link.bodies()]
+        """Every body the broker delivered on the given links during the case (also those the case did not wait
+        for, e.g. beyond credit: delivered is not lost), then the rest of the queue."""
         reader = self.session().attach_receiver(queue)
         reader.flow(link_credit=10000)
         while True:
@@ -131,8 +131,7 @@ class CaseContext:
                                    timeout=self.options.quiet_period * 2)
             except ExpectationTimeout:
                 break
-        bodies.extend(reader.bodies_from_state())
-        return bodies
+        return [b for link in (*links, reader) for b in link.bodies_from_state()]   # read last: all delivered
 
     # -- findings ------------------------------------------------------------------------------------------
 

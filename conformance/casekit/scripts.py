@@ -17,7 +17,7 @@ from ..peer import (
     ConnectionLost, ExpectationTimeout, Peer, PeerError, Precluded, UnexpectedFrame, settle, summarize,
 )
 from ..wire import (
-    Accepted, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Rejected, SequenceNo, Source, Target,
+    Accepted, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Header, Rejected, SequenceNo, Source, Target,
     Transfer, decode_all, encode_message, serial_add, serial_diff,
 )
 from .findings import SubjectUnobservable
@@ -166,7 +166,9 @@ class SessionScript:
         return link
 
     def attach_sender(self, queue: str, *, initial_delivery_count: int = 0, snd_settle_mode: int = 0,
-                      **fields) -> "SenderScript":
+                      durable: bool = False, **fields) -> "SenderScript":
+        """A sending link; `durable`: every message carries header(durable=true), so a broker that accepts one
+        has promised not to lose it (3.2.1: "Durable messages MUST NOT be lost ...")."""
         handle = self._next_handle()
         name = self._link_name("sender")
         self.peer.send(Attach(name=name, handle=handle, role=False, snd_settle_mode=snd_settle_mode,
@@ -174,6 +176,7 @@ class SessionScript:
                               target=Target(address=self.ctx.address(queue, "target")),
                               initial_delivery_count=initial_delivery_count, **fields), self.channel)
         link = SenderScript(self, queue, name, handle)
+        link.durable = durable
         link._await_attach()
         self.links.append(link)
         return link
@@ -614,6 +617,7 @@ class SenderScript(LinkScript):
     def __init__(self, *args):
         super().__init__(*args)
         self.sent: dict[int, bytes] = {}      # delivery-id -> body
+        self.durable = False                  # header(durable=true) on every message
 
     @property
     def credit(self) -> int:
@@ -647,7 +651,8 @@ class SenderScript(LinkScript):
         s = self.session.state
         if not ignore_session_window and s.remote_incoming_window is not None and s.remote_incoming_window <= 0:
             raise ScriptError("the case tried to send beyond the broker's incoming-window")
-        frame = self.peer.transfer(self.session.channel, self.handle, encode_message(Data(body)),
+        sections = (Header(durable=True), Data(body)) if self.durable else (Data(body),)
+        frame = self.peer.transfer(self.session.channel, self.handle, encode_message(*sections),
                                    settled=settled or None)
         self.sent[int(frame.body.delivery_id)] = body
         return frame

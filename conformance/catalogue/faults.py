@@ -113,8 +113,8 @@ FAULTS: tuple[Fault, ...] = (
        "end(error=amqp:internal-error) instead of the drained flow", end_session_on_drain=True),
     _p("omit-receiver-delivery-count", "2.7.4/receiver-delivery-count",
        "the flows granting a publisher credit lack delivery-count", omit_receiver_delivery_count=True),
-    _p("lose-accepted", "3.4.2/accepted-at-target",
-       "a publisher's transfers accepted (settled), but all after the first lost", lose_after=1),
+    _p("lose-accepted", "3.2.1/durable-not-lost",
+       "a publisher's durable transfers accepted (settled), but all after the first lost", lose_after=1),
     # -- behaviours the spec allows (the reference broker acting like brokers that choose them) -----------
     _v("accept-excess-transfers", "2.6.7/excess-transfers",
        "transfers beyond credit from a publisher are taken, not refused with a detach", detach_on_excess=False),

@@ -102,3 +102,20 @@ def test_a_may_never_fails():
 def test_every_case_names_its_subject(case_id):
     spec = CASES[case_id]
     assert spec.subject and set(spec.subject) <= set(spec.requirements)
+
+
+def test_losing_accepted_durable_messages_fails():
+    """2.5.6/4 against a broker that accepts a publisher's durable messages and then loses all but the first:
+    data loss cites 3.2.1 ("Durable messages MUST NOT be lost ..."), a MUST -> fail (was informational when it
+    cited the informative 3.4.2/accepted-at-target); the alarm subject is still reported."""
+    result = run("2.5.6/4", Faults(lose_after=1))
+    assert result.verdict.value == "fail", result.reason
+    assert result.violated == "3.2.1/durable-not-lost"
+    assert result.observations["lost"] > 0 and "lost" in result.reason
+
+
+def test_messages_a_case_loses_track_of_are_not_counted_lost():
+    """Transfers the broker sends beyond credit are delivered, not lost: 2.5.6/4 with extra transfers fails on
+    no-send-without-credit only, never on 3.2.1/durable-not-lost."""
+    result = run("2.5.6/4", Faults(extra_transfers=1))
+    assert "3.2.1/durable-not-lost" not in requirements_found(result), result.reason
