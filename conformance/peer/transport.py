@@ -172,8 +172,8 @@ class Transport:
         def recv(timeout: float | None) -> bytes | None:
             if timeout is None:
                 return bytes(view[:recv_into(buf)])
-            if not poller.poll(int(timeout * 1000.0 + 0.999) if timeout > 0 else 0):   # at once if readable
-                return None
+            if timeout > 0 and not poller.poll(int(timeout * 1000.0 + 0.999)):   # at once if readable
+                return None                 # (timeout 0: the reader thread, which has just polled)
             try:
                 return bytes(view[:recv_into(buf, 0, dontwait)])
             except BlockingIOError:       # readable, yet nothing to read (spurious wake-up)
