@@ -47,6 +47,8 @@ class CaseResult:
     broker_product: str | None = None
     broker_version: str | None = None
     duration_s: float = 0.0
+    # seconds the case's connections waited out: "timeout" (expectations that ran out), "quiet" (quiet periods)
+    waited_s: dict[str, float] = field(default_factory=dict)
     started_at: str = ""
     violated: str | None = None          # requirement id of the deciding finding (the worst, first found)
     expected: str | None = None

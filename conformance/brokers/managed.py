@@ -302,6 +302,9 @@ class ManagedBroker:
     def _after_failed_start(self) -> None:
         """Subclass cleanup after a start that failed (e.g. a node's own epmd)."""
 
+    def _after_stop(self) -> None:
+        """Subclass cleanup after a stopped node's logs were kept (e.g. a directory holding one of them)."""
+
     def stop(self) -> None:
         node = self.node
         if node is None:
@@ -310,6 +313,8 @@ class ManagedBroker:
             self._stop(node)
         with contextlib.suppress(Exception):
             self._keep_logs(node.name, node.started_at)
+        with contextlib.suppress(Exception):
+            self._after_stop()
         if self.process is not None:
             with contextlib.suppress(Exception):
                 self.process.wait(timeout=15)

@@ -26,6 +26,7 @@ from .findings import (
     CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Source, SuiteError,
 )
 from .scripts import ConnectionScript, ReceiverScript, ScriptError, SessionScript
+from .spec import missing_hook_reason
 
 _counter = itertools.count(1)
 
@@ -108,7 +109,7 @@ class CaseContext:
 
     def need_hook(self, name: str) -> None:
         if not self.broker.has_hook(name):
-            raise CaseUnsupported(f"the broker profile has no {name!r} hook; add one to the profile to run this case")
+            raise CaseUnsupported(missing_hook_reason(name))
 
     @contextlib.contextmanager
     def alarm(self, kind: str):

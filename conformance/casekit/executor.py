@@ -8,9 +8,10 @@ case's own outcome when nothing was found. A peer failure outside a judged step 
 (unless a MUST was already found broken: that stands, with the error kept in the observations). A verdict
 resting on a connection that was reset or stalled, or on a broker that died or stopped answering during the
 case (`conformance.brokers.liveness`), is ERROR too: the verdict it would have given stays in the
-observations. A hook the broker lacks (`HookUnsupported`) is UNSUPPORTED. Broker-wide
-cases (alarms) hold an exclusive lock on the broker so nothing else runs beside them, across pytest-xdist
-workers too (ordinary cases hold a shared lock).
+observations. A hook the broker lacks (`HookUnsupported`) is UNSUPPORTED; a hook the case declares
+(`CaseSpec.needs`) is checked first, before the broker lock is asked for or a connection opened, so such a
+case costs nothing. Broker-wide cases (alarms) hold an exclusive lock on the broker so nothing else runs
+beside them, across pytest-xdist workers too (ordinary cases hold a shared lock).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from ..verdict import CaseResult, Verdict
 from .findings import (
     CaseConclusion, CaseHalted, Outcome, OutcomeKind, SubjectUnobservable, SuiteError, ordered, verdict_of,
 )
-from .spec import CaseSpec
+from .spec import CaseSpec, missing_hook_reason
 
 
 @contextlib.contextmanager
@@ -74,6 +75,13 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     outcome: Outcome | None = None
     error: str | None = None
     broke: str | None = None
+    missing = next((hook for hook in spec.needs if not broker.has_hook(hook)), None)
+    if missing is not None:      # a declared hook the broker lacks: unsupported, nothing asked of the broker
+        result.verdict, result.reason = Verdict.UNSUPPORTED, missing_hook_reason(missing)
+        result.broker_product, result.broker_version = broker.product, broker.version
+        _unless_the_broker_died(result, [], broker, options)     # a dead node's process only: no connection
+        result.duration_s = round(time.monotonic() - t0, 3)
+        return result
     try:
         with broker_lock(broker.lock_key, spec.exclusive):
             ctx = CaseContext(spec, broker, options)
@@ -113,9 +121,12 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     except Exception as exc:
         result.verdict, result.reason = Verdict.ERROR, f"could not set up the case: {exc}"
     if ctx is not None:
-        _unless_the_broker_died(result, ctx, broker, options)
+        _unless_the_broker_died(result, [c.peer for c in ctx.connections], broker, options)
     result.duration_s = round(time.monotonic() - t0, 3)
     if ctx is not None:
+        peers = [c.peer for c in ctx.connections]
+        result.waited_s = {"timeout": round(sum(p.timed_out_s for p in peers), 3),
+                           "quiet": round(sum(p.quiet_s for p in peers), 3)}
         result.observations.update(ctx.observations)
         result.transcripts = ctx.transcripts_json()
         result.ladders = ctx.ladders()
@@ -135,10 +146,10 @@ def _no_verdict(result: CaseResult, why: str, kept_as: str) -> None:
     result.verdict, result.reason = Verdict.ERROR, why
 
 
-def _unless_the_broker_died(result: CaseResult, ctx, broker, options: RunOptions) -> None:
+def _unless_the_broker_died(result: CaseResult, peers: list, broker, options: RunOptions) -> None:
     """A connection lost because the broker died is `error`, never a verdict (brokers/liveness.py decides)."""
     try:
-        died = died_during([c.peer for c in ctx.connections], broker, options.frame_timeout, result.verdict.value)
+        died = died_during(peers, broker, options.frame_timeout, result.verdict.value)
     except Exception:              # run_case never raises; the case's own verdict stands
         return
     if died is None:

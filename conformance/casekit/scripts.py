@@ -11,9 +11,11 @@ is an ERROR. Outcomes the scripts report are enums (`Excess`, `Throttle`), never
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Any, Callable
 
-from ..peer import ConnectionLost, ExpectationTimeout, Peer, PeerError, UnexpectedFrame, settle, summarize
+from ..peer import (
+    ConnectionLost, ExpectationTimeout, Peer, PeerError, Precluded, UnexpectedFrame, settle, summarize,
+)
 from ..wire import (
     Accepted, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Rejected, SequenceNo, Source, Target,
     Transfer, decode_all, encode_message, serial_add, serial_diff,
@@ -88,6 +90,17 @@ class ConnectionScript:
         session = SessionScript(self, channel, reply.body)
         self.sessions.append(session)
         return session
+
+
+    def begin_end_barrier(self) -> None:
+        """A round trip on the connection: begin a session on a fresh channel and end it (each answer awaited)."""
+        channel = len(self.sessions)
+        mark = self.peer.mark()
+        self.peer.send(Begin(next_outgoing_id=0, incoming_window=0, outgoing_window=0), channel)
+        gone = lambda f: isinstance(f.body, Close)
+        reply = self.peer.expect(Begin, after=mark, where=lambda f: f.body.remote_channel == channel, unless=gone)
+        self.peer.send(End(), channel)
+        self.peer.expect(End, channel=reply.channel, after=mark, unless=gone)
 
 
 class SessionScript:
@@ -188,12 +201,14 @@ class SessionScript:
     def set_incoming_window(self, window: int) -> None:
         self.flow(incoming_window=window)
 
-    def echo(self, requirement: str | None) -> Flow | None:
+    def echo(self, requirement: str | None, *, settled: bool = False) -> Flow | None:
         """flow(echo=true) without a handle; returns the broker's next flow on this session that reflects
         every transfer we sent (earlier flows, sent before the broker processed them, are skipped).
         No answer: a finding on `requirement` (halts); with requirement None (echo is only the means), the
-        latest flow the broker sent on its own that reflects every transfer, or None."""
-        settle(self.peer, self.ctx.options.quiet_period)
+        latest flow the broker sent on its own that reflects every transfer, or None. `settled`: the caller has
+        just let the connection go quiet (`own_flow_after_transfers`); no second quiet period first."""
+        if not settled:
+            settle(self.peer, self.ctx.options.quiet_period)
         mark = self.peer.mark()
         ours = self.state.next_outgoing_id
         self.peer.flow(self.channel, echo=True)
@@ -202,7 +217,8 @@ class SessionScript:
             nii = f.body.next_incoming_id
             return nii is None or serial_diff(int(nii), ours) <= 0
         try:
-            return self.peer.expect(Flow, channel=self.remote_channel, after=mark, where=current).body
+            return self.answer_or_absence(lambda timeout: self.peer.expect(
+                Flow, channel=self.remote_channel, after=mark, where=current, timeout=timeout, unless=self._gone)).body
         except (ExpectationTimeout, ConnectionLost) as exc:
             if requirement is None:
                 own = [f.body for f in self.peer.received(Flow) if f.channel == self.remote_channel
@@ -220,21 +236,87 @@ class SessionScript:
                and f.body.next_incoming_id is not None and int(f.body.next_incoming_id) == ours]
         return own[-1] if own else None
 
-    def barrier(self) -> None:
-        """Make sure the broker has processed everything sent so far on this connection (attach round trip)."""
-        queue = self.links[0].queue if self.links else None
-        if queue is None:
-            return
+    def _gone(self, frame) -> bool:
+        """Whether `frame` ends this session (the broker's end) or the connection (close)."""
+        return isinstance(frame.body, Close) or (isinstance(frame.body, End) and frame.channel == self.remote_channel)
+
+    def barrier(self, queue: str | None = None, *, through_queue: bool = False, on_connection: bool = False) -> None:
+        """A round trip the broker must answer, ordered after everything sent so far on this session.
+
+        With a queue (`queue`, default the first link's): a link attached and detached on this session; with
+        `through_queue`, a receiving link on that queue, whose attach the broker answers only after its queue
+        took it as a consumer, so on brokers that run queues apart from sessions (RabbitMQ) the answer comes
+        after what the queue did for requests sent before it (drain answers, deliveries for credit granted).
+        Without a queue, or `on_connection`: a begin and end on a fresh channel, which leaves this session
+        alone (RabbitMQ 3.10 resets the connection on a frame for a session it is ending after a drain it could
+        not do; its connection answers a begin whatever its sessions do). The frame timeout bounds each wait
+        (ExpectationTimeout: the broker stopped answering); `Precluded` when the broker ends the session or
+        closes the connection first."""
+        if queue is None and self.links:
+            queue = self.links[0].queue
+        if on_connection or queue is None or self.state.ended_by_remote is not None or self.state.ended_by_us:
+            return self.connection.begin_end_barrier()
         handle = self._next_handle()          # free again once the barrier link is detached
-        name = self._link_name("barrier")
-        self.peer.send(Attach(name=name, handle=handle, role=False, source=Source(),
-                              target=Target(address=self.ctx.address(queue, "target")), initial_delivery_count=0),
-                       self.channel)
-        reply = self.peer.expect((Attach, Detach, End, Close), channel=self.remote_channel,
-                                 where=lambda f: not isinstance(f.body, Attach) or f.body.name == name)
-        if isinstance(reply.body, Attach):
-            self.peer.send(Detach(handle=handle, closed=True), self.channel)
-            self.peer.expect(Detach, channel=self.remote_channel, handle=reply.body.handle)
+        self._barriers = getattr(self, "_barriers", 0) + 1
+        name = f"{self._link_name('barrier')}.{self._barriers}"    # a new name each time: a link's name is its identity
+        if through_queue:
+            attach = Attach(name=name, handle=handle, role=True, rcv_settle_mode=0,
+                            source=Source(address=self.ctx.address(queue, "source")), target=Target())
+        else:
+            attach = Attach(name=name, handle=handle, role=False, source=Source(),
+                            target=Target(address=self.ctx.address(queue, "target")), initial_delivery_count=0)
+        mark = self.peer.mark()
+        self.peer.send(attach, self.channel)
+        reply = self.peer.expect(Attach, channel=self.remote_channel, after=mark, where=lambda f: f.body.name == name,
+                                 unless=self._gone)
+        self.peer.send(Detach(handle=handle, closed=True), self.channel)
+        theirs = reply.body.handle
+        self.peer.expect(Detach, channel=self.remote_channel, handle=theirs, after=mark, unless=self._gone)
+        # the barrier link's own frames (a credit flow) must not be taken for a later link's on a reused handle
+        own = {id(f) for f in self.peer.arrived[mark:] if getattr(f, "channel", None) == self.remote_channel
+               and getattr(getattr(f, "body", None), "handle", None) == theirs}
+        while own:
+            try:
+                own.discard(id(self.peer.expect(channel=self.remote_channel, after=mark, timeout=0,
+                                                where=lambda f: id(f) in own)))
+            except ExpectationTimeout:
+                break
+
+    def settle_by_barrier(self, queue: str | None = None, *, through_queue: bool = False) -> None:
+        """Before watching a quiet period: a barrier round trip, so the quiet period starts once the broker
+        has processed everything we sent. A broker that ends the session or answers no barrier changes
+        nothing here (the quiet period and the checks after the case judge that)."""
+        if self.peer.closed_by_remote:
+            return
+        try:
+            self.barrier(queue, through_queue=through_queue)
+        except (ExpectationTimeout, ConnectionLost):
+            pass
+
+    def answer_or_absence(self, expect: Callable[[float | None], Any], *, through_queue: bool = False,
+                          queue: str | None = None, on_connection: bool = False) -> Any:
+        """The answer to a request just sent, or proof that none is coming, without waiting the frame timeout:
+        `expect(timeout)` waits for the answer (raising ExpectationTimeout when it does not come). If it is not
+        here yet, a barrier round trip (`barrier`) shows the broker processed the request, then the answer
+        may still come within `absence_window()`: an answer the broker sends on another
+        path than the barrier's (another process, queue or link) lands in it. A broker that answers neither
+        the request nor the barrier: ExpectationTimeout after the frame timeout, as before."""
+        try:
+            return expect(0)
+        except Precluded:
+            raise
+        except ExpectationTimeout:
+            pass
+        try:
+            self.barrier(queue, through_queue=through_queue, on_connection=on_connection)
+        except Precluded:             # the session or connection ended: the answer came before it, or never
+            return expect(0)
+        return expect(self.absence_window())
+
+    def absence_window(self) -> float:
+        """How long an answer may still come after the barrier's: the quiet period plus the round trip measured
+        at the handshake (as `expect_nothing` watches)."""
+        return self.ctx.options.quiet_period + self.peer.round_trip
 
     # -- errors ------------------------------------------------------------------------------------------
 
@@ -282,6 +364,8 @@ class SessionScript:
         return frame.body
 
     def expect_silence(self, requirement: str, why: str) -> None:
+        """Nothing arrives on this session: proved by a barrier round trip, then the quiet period."""
+        self.settle_by_barrier()
         try:
             self.peer.expect_nothing(channel=self.remote_channel)
         except UnexpectedFrame as exc:
@@ -294,7 +378,7 @@ class SessionScript:
     def observe_window_excess(self, sent: int) -> tuple["Excess", str]:
         """After sending past the broker's window: what did it do, and how it looked."""
         try:
-            frame = self.peer.expect((End, Close, Detach), timeout=self.ctx.options.frame_timeout)
+            frame = self.answer_or_absence(lambda timeout: self.peer.expect((End, Close, Detach), timeout=timeout))
         except ExpectationTimeout:
             return Excess.HANDLED, f"accepted all {sent} transfers without an error"
         except ConnectionLost:
@@ -340,6 +424,11 @@ class LinkScript:
     @property
     def broker_handle(self) -> int:
         return self.state.remote_handle
+
+    def _gone(self, frame) -> bool:
+        """Whether `frame` ends this link (the broker's detach of it), its session or the connection."""
+        return self.session._gone(frame) or (isinstance(frame.body, Detach) and frame.channel == self.session.remote_channel
+                                            and frame.body.handle == self.broker_handle)
 
     def _await_attach(self) -> None:
         try:
@@ -400,9 +489,21 @@ class ReceiverScript(LinkScript):
         return serial_add(int(base), link_credit)      # the delivery-limit this flow identifies
 
     def _expect_transfer(self, requirement: str, count_so_far: int, wanted: int, timeout: float | None):
-        try:
+        """The next transfer on this link. One that is late: after the absence window, a barrier through the
+        queue, then the window again (a broker that stopped answering: the frame timeout)."""
+        def wait(t):
             return self.peer.expect(Transfer, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    timeout=timeout)
+                                    timeout=t, unless=self._gone)
+        try:
+            if timeout is not None:
+                return wait(timeout)
+            try:
+                return wait(self.session.absence_window())
+            except Precluded:
+                raise
+            except ExpectationTimeout:
+                pass
+            return self.session.answer_or_absence(wait, through_queue=True, queue=self.queue)
         except (ExpectationTimeout, ConnectionLost) as exc:
             self.ctx.halt(requirement, f"expected {wanted} transfers, {count_so_far} arrived",
                           expected=f"{wanted} transfers", actual=_arrived_text(exc), conn=self.connection)
@@ -423,6 +524,9 @@ class ReceiverScript(LinkScript):
         return self.expect_transfers(1, requirement=requirement)
 
     def expect_no_transfer(self, *, requirement: str, why: str | None = None) -> list:
+        """No transfer on this link: a barrier round trip through the queue (whatever the broker was going to
+        send for our requests is on its way), then the quiet period."""
+        self.session.settle_by_barrier(self.queue, through_queue=True)
         try:
             return self.peer.expect_nothing(Transfer, channel=self.session.remote_channel, handle=self.broker_handle)
         except UnexpectedFrame as exc:
@@ -433,8 +537,7 @@ class ReceiverScript(LinkScript):
     def expect_flow(self, *, requirement: str, **matchers) -> Flow:
         """The broker's flow for this link after our last flow (e.g. the answer to drain or echo)."""
         try:
-            return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    after=self._mark, **matchers).body
+            return self._answer(**matchers).body
         except (ExpectationTimeout, ConnectionLost) as exc:
             want = ", ".join(f"{k.replace('_', '-')}={v}" for k, v in matchers.items())
             self.ctx.halt(requirement, f"no flow({want}) from the broker for this link",
@@ -444,10 +547,16 @@ class ReceiverScript(LinkScript):
         """The broker's flow for this link after our last flow, or None (judges nothing: for a case that
         uses an optional answer, e.g. to echo, only as a means)."""
         try:
-            return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    after=self._mark).body
+            return self._answer().body
         except (ExpectationTimeout, ConnectionLost):
             return None
+
+    def _answer(self, **matchers):
+        """The broker's flow for this link after our last flow: at once if here, else after a barrier through
+        the queue and the absence window (the frame timeout only for a broker that answers nothing)."""
+        return self.session.answer_or_absence(lambda timeout: self.peer.expect(
+            Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=self._mark, timeout=timeout,
+            unless=self._gone, **matchers), on_connection=True)
 
     def _position(self, body) -> int:
         for i, item in enumerate(self.peer.arrived):
@@ -543,12 +652,14 @@ class SenderScript(LinkScript):
         self.sent[int(frame.body.delivery_id)] = body
         return frame
 
-    def echo(self, *, requirement: str | None) -> Flow | None:
+    def echo(self, *, requirement: str | None, settled: bool = False) -> Flow | None:
         """flow(echo=true) on this sender link; returns the broker's flow that reflects every transfer sent
         (flows the broker sent before it processed them may arrive first and are skipped). A flow ahead of
         our delivery-count is returned at once (the caller's check fails it). With requirement None (echo
-        only as a means), no answer returns None."""
-        settle(self.peer, self.ctx.options.quiet_period)
+        only as a means), no answer returns None. `settled`: the caller has just let the connection go quiet
+        (`flow_after_transfers`); no second quiet period first."""
+        if not settled:
+            settle(self.peer, self.ctx.options.quiet_period)
         mark = self.peer.mark()
         ours = self.state.delivery_count
         self.peer.flow(self.session.channel, handle=self.handle, link_credit=None, echo=True)
@@ -557,8 +668,9 @@ class SenderScript(LinkScript):
             dc = f.body.delivery_count
             return dc is None or serial_diff(int(dc), ours) <= 0
         try:
-            return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    after=mark, where=current).body
+            return self.session.answer_or_absence(lambda timeout: self.peer.expect(
+                Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=mark, where=current,
+                timeout=timeout, unless=self._gone), on_connection=True).body
         except (ExpectationTimeout, ConnectionLost) as exc:
             if requirement is None:       # echo only as a means: no answer is no finding
                 return None
@@ -603,7 +715,8 @@ class SenderScript(LinkScript):
         """After transfers beyond credit: (what the broker did, how it looked). A dropped connection
         halts the case with a finding on `requirement`."""
         try:
-            frame = self.peer.expect((Detach, End, Close), timeout=self.ctx.options.quiet_period * 2)
+            frame = self.session.answer_or_absence(
+                lambda timeout: self.peer.expect((Detach, End, Close), timeout=timeout), queue=self.queue)
         except ExpectationTimeout:
             return Excess.HANDLED, "handled"
         except ConnectionLost:
@@ -676,5 +789,8 @@ class SenderScript(LinkScript):
                     break
             if not deadline_ok:
                 return False
-            self.transfer(f"{self.queue}+{i}".encode())
+            try:     # a connection the broker dropped shows here when its FIN was not read yet
+                self.transfer(f"{self.queue}+{i}".encode())
+            except ConnectionLost:
+                return False
         return True

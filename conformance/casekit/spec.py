@@ -38,6 +38,8 @@ class CaseSpec:
     exclusive: bool = False           # broker-wide side effects (alarms): never concurrent with others
     module: str = ""
     subject: tuple[str, ...] = ()     # the requirement(s) the case exists to judge
+    own_node: bool = False            # node-wide state (alarms, queue limits): on a node of its own when the run
+                                      # has one (a managed broker's second node), else on the broker itself
 
     @property
     def section(self) -> str:
@@ -62,13 +64,20 @@ class CaseSpec:
         return (self.func.__doc__ or "").strip()
 
 
+def missing_hook_reason(hook: str) -> str:
+    """The one-line reason of a case that needs a hook its broker's profile lacks (verdict unsupported)."""
+    return f"the broker profile has no {hook!r} hook; add one to the profile to run this case"
+
+
 REGISTRY: dict[str, CaseSpec] = {}
 
 
 def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subject: list[str] | tuple[str, ...] = (),
-         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False):
+         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False, own_node: bool = False):
     """Register a conformance case. The decorated function takes a CaseContext. `subject` defaults to the
-    first requirement; the subject must be among `requirements`."""
+    first requirement; the subject must be among `requirements`. `needs`: profile hooks (checked before
+    anything else: unsupported without them); `exclusive`: nothing runs beside it on its broker (implies
+    `own_node`); `own_node`: runs on the run's second node of a managed broker, away from the other cases."""
     if not CASE_ID.match(id):
         raise ValueError(f"case id {id!r} must look like <section>/<n>, e.g. 2.6.8/1")
     subject = tuple(subject) or tuple(requirements[:1])
@@ -82,7 +91,7 @@ def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subj
         if missing:
             raise ValueError(f"case {id}: subject {missing} is not among its requirements")
         REGISTRY[id] = CaseSpec(id, title, tuple(requirements), func, figure, expectation, tuple(needs),
-                                exclusive, func.__module__, subject)
+                                exclusive, func.__module__, subject, own_node or exclusive)
         return func
 
     return register

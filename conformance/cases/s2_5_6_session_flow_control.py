@@ -94,7 +94,7 @@ def session_sequence_numbers(ctx):
     count = sender.credit if sender.credit <= TOP_UP_BUDGET else 2     # all of it: a broker wanting more says so
     for i in range(count):
         sender.transfer(f"s{i}".encode())
-    reply = session.own_flow_after_transfers() or session.echo(requirement=None)
+    reply = session.own_flow_after_transfers() or session.echo(requirement=None, settled=True)
     if reply is None:
         return ctx.unobservable("2.5.6/update-from-flow", "the broker answered no flow(echo=true) on the session "
                                 "and sent no flow of its own after our transfers (echo is a SHOULD, judged by 2.7.4/2)")

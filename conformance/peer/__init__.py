@@ -26,7 +26,7 @@ from .errors import (
     UnexpectedFrame,
 )
 from .ladder import summarize
-from .expectations import matches
+from .expectations import Precluded, matches
 from .quiet import settle
 from .handshake import client_handshake, server_handshake
 from .server import PeerServer, ServerTLS
@@ -37,5 +37,5 @@ from .url import BrokerAddress, parse_url
 __all__ = [
     "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "client_handshake", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
     "LinkState", "BrokerAddress", "parse_url", "PeerError", "ExpectationTimeout", "UnexpectedFrame",
-    "ConnectionLost", "MalformedInput", "NotAmqp", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches", "settle",
+    "ConnectionLost", "Precluded", "MalformedInput", "NotAmqp", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches", "settle",
 ]

@@ -22,6 +22,15 @@ from ..wire import Close, Detach, End, Error, Frame, ProtocolHeader
 from .errors import ConnectionLost, ExpectationTimeout, ScriptError, UnexpectedFrame
 
 
+class Precluded(ExpectationTimeout):
+    """An expectation ended early: a frame arrived that rules out the awaited one (e.g. the broker ended
+    the session whose answer we waited for). An `ExpectationTimeout` that waited 0 s, naming that frame."""
+
+    def __init__(self, description: str, frame: Any, arrived: list):
+        super().__init__(description, 0.0, arrived)
+        self.frame = frame
+
+
 Matcher = Any  # a value compared with ==, or a callable predicate
 
 
@@ -90,6 +99,9 @@ class Expectations:
     # watched from when an answer to our last frame could have arrived: on a slow network the broker's
     # answer comes a round trip later, and an absence check must not end before it could come.
     round_trip: float = 0.0
+    # Wait accounting (seconds, per connection): expectations that ran out, and quiet periods watched.
+    timed_out_s: float = 0.0
+    quiet_s: float = 0.0
 
     # `transport.read_here` (set by the peer): read the socket on the waiting thread. None: wait for the
     # reader thread only.
@@ -119,6 +131,7 @@ class Expectations:
                     raise ConnectionLost(what() if callable(what) else what, list(self.arrived), self.ending)
                 left = deadline - time.monotonic()
                 if left <= 0:
+                    self.timed_out_s += wait
                     raise ExpectationTimeout(what() if callable(what) else what, wait, list(self.arrived))
                 self._await_input(read_here, left)
 
@@ -153,17 +166,32 @@ class Expectations:
         return find
 
     def expect(self, kinds=None, *, timeout: float | None = None, channel: int | None = None,
-               where: Callable | None = None, after: int | None = None, **fields: Matcher) -> Frame:
+               where: Callable | None = None, after: int | None = None, unless: Callable | None = None,
+               **fields: Matcher) -> Frame:
         """Wait for the first frame in the inbox (arrival order) matching the pattern; remove and return it.
 
         kinds: a performative class or a tuple of them (None: any). fields: value (==), class (isinstance)
-        or predicate per field. where: a predicate on the whole Frame. after: a `mark()`.
+        or predicate per field. where: a predicate on the whole Frame. after: a `mark()`. unless: a
+        predicate on a Frame that rules the awaited one out (e.g. the session's end): when such a frame is
+        in the inbox (from `after` on) and no matching one came before it, `Precluded` is raised at once
+        and the frame stays in the inbox.
         """
         kinds_t = _kinds(kinds)
         check_fields(kinds_t, fields)
         what = lambda: describe_pattern(kinds_t, channel, fields)   # noqa: E731 - named only when the wait fails
-        return self._wait(what, timeout, self._take(
-            lambda seq, item: (after is None or seq >= after) and matches(item, kinds_t, channel, where, fields)))
+        accept = lambda seq, item: (after is None or seq >= after) and matches(item, kinds_t, channel, where, fields)
+        if unless is None:
+            return self._wait(what, timeout, self._take(accept))
+
+        def find():
+            for i, (seq, item) in enumerate(self._inbox):
+                if accept(seq, item):
+                    del self._inbox[i]
+                    return item
+                if (after is None or seq >= after) and matches(item, (), None, unless, {}):
+                    raise Precluded(what(), item, list(self.arrived))
+            return None
+        return self._wait(what, timeout, find)
 
     def expect_any(self, *kinds, timeout: float | None = None, **fields) -> Frame:
         """`expect((A, B, ...))`: whichever of the kinds comes first."""
@@ -200,6 +228,7 @@ class Expectations:
                     raise self._failure
                 left = deadline - time.monotonic()
                 if left <= 0 or self.ending is not None:
+                    self.quiet_s += period - max(left, 0.0)
                     return list(self.arrived[start:])
                 self._await_input(self._read_here, left)
 

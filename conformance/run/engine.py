@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from ..errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK, ConformanceError, RunBroken, UsageError
-from .directory import RunDirectory
+from .directory import RunDirectory, read_records
 from .options import RunOptions
 from .targets import Brokers, Target
 
@@ -99,12 +99,14 @@ def execute(plan: Plan, console=None) -> Outcome:
     from .. import brokers as _brokers
     if not options.in_process and not all(isinstance(b, _brokers.BrokerSpec) for b in plan.brokers):
         options = RunOptions(**{**options.to_json(), "workers": 0})    # a handle in this process: no workers
-    started = Brokers.start(plan.brokers, options, say=console.note if console is not None else None)
+    started = Brokers.start(plan.brokers, options, say=console.note if console is not None else None,
+                            own_node_cases=plan.cases if plan.targets is None else ())
     try:
         run = RunDirectory.create(options.reports_dir, plan.run_id, brokers=started.identities(),
                                   options={**options.to_json(), **plan.selection}, scheduled=plan.scheduled,
                                   **plan.meta)
         pipeline = Pipeline(options, [c.id for c in plan.cases], targets, started, run, console)
+        pipeline.expected = expected_durations(Path(options.reports_dir), exclude=run.path)
         if console is not None:
             console.begin(plan.scheduled, run.path, cases=len(plan.cases), targets=[t.label for t in targets])
         output = io.StringIO()
@@ -123,7 +125,7 @@ def execute(plan: Plan, console=None) -> Outcome:
                             f"{run.path / 'pytest.log'}, the results so far beside it")
         complete = run.finish(stopped="interrupted (Ctrl-C)" if interrupted else
                               ("pytest stopped early (e.g. --maxfail)" if pipeline.stopped_early() else None))
-        run.update_meta(brokers=_identities_from(pipeline.records))
+        run.update_meta(brokers=_identities_from(pipeline.records, started.identities()))
         outcome = Outcome(run, pipeline.records, complete)
         if console is not None:
             console.end(outcome, interrupted=interrupted)
@@ -158,12 +160,17 @@ def _first_error(text: str) -> str:
     return (lines[-1] if lines else "no output")[:300]
 
 
-def _identities_from(records: list[dict]) -> dict:
-    """broker -> product and version as the cases' own `open` frames announced them."""
+def _identities_from(records: list[dict], started: dict | None = None) -> dict:
+    """broker -> product and version as the cases' own `open` frames announced them, with the start time of
+    each node and the node of its own (alarm and queue-limit cases) of a broker that had one."""
     seen: dict[str, dict] = {}
     for r in records:
         if r.get("broker_product") or r.get("broker_version"):
             seen.setdefault(r["broker"], {"product": r.get("broker_product"), "version": r.get("broker_version")})
+    for name, identity in (started or {}).items():
+        extra = {k: identity[k] for k in ("start_s", "own_node") if k in identity}
+        if name in seen and extra:
+            seen[name].update(extra)
     return seen
 
 
@@ -185,6 +192,7 @@ class Pipeline:
         self._current: dict | None = None
         self._session = None
         self._worker = False
+        self.expected: dict[str, float] = {}  # "<label> <case id>" -> its duration in a recent run (ordering)
 
     # -- building it ---------------------------------------------------------------------------------------
 
@@ -200,7 +208,7 @@ class Pipeline:
         options = RunOptions(**{k: v for k, v in given.items() if v is not None})
         cases = select_cases(config.getoption("--case") or None)
         specs = resolve(config.getoption("--broker"), config.getoption("--profile"))
-        started = Brokers.start(specs, options)
+        started = Brokers.start(specs, options, own_node_cases=cases)
         run = None
         run_dir = config.getoption("--run-dir")
         if run_dir:
@@ -211,12 +219,15 @@ class Pipeline:
 
     @classmethod
     def for_worker(cls, data: dict, run_dir: str | None) -> "Pipeline":
-        return cls(RunOptions.from_json(data["options"]), data["cases"], [Target(**t) for t in data["targets"]],
-                   Brokers.attached(data["brokers"]), RunDirectory(Path(run_dir)) if run_dir else None)
+        pipeline = cls(RunOptions.from_json(data["options"]), data["cases"], [Target(**t) for t in data["targets"]],
+                       Brokers.attached(data["brokers"]), RunDirectory(Path(run_dir)) if run_dir else None)
+        pipeline.expected = dict(data.get("expected") or {})
+        return pipeline
 
     def worker_input(self) -> dict:
         return {"options": self.options.to_json(), "cases": self.case_ids,
-                "targets": [t.to_json() for t in self.targets.values()], "brokers": self.brokers.records}
+                "targets": [t.to_json() for t in self.targets.values()], "brokers": self.brokers.records,
+                "expected": self.expected}
 
     # -- what the suite's test and fixtures ask for -----------------------------------------------------------
 
@@ -235,7 +246,10 @@ class Pipeline:
         """Run one case on one broker handle: the result, recorded (results.jsonl, transcripts) and kept for
         the test report. This is the only place a case is run."""
         from ..runner import run_case
-        result = run_case(case, broker, options or self.options)
+        own = self.brokers.for_case(broker, case)      # alarm and queue-limit cases: the node of their own
+        result = run_case(case, own, options or self.options)
+        if own is not broker:
+            result.observations["node"] = "own node"
         from ..brokers.interface import WrappedBroker
         if isinstance(broker, WrappedBroker):
             broker.annotate(result)
@@ -274,6 +288,18 @@ class Pipeline:
             self.scheduled = count
             if self.run is not None and not isinstance(self.run.read_meta().get("scheduled"), int):
                 self.run.update_meta(scheduled=count)
+
+    def pytest_collection_modifyitems(self, session, config, items) -> None:
+        """On pytest-xdist workers: the own-node cases (alarms, queue limits) first, so that xdist's first
+        batch of consecutive items (about a quarter of a worker's share, at least 2) gives them to one worker,
+        which runs them one after another on the broker's second node while the others run the rest (they
+        would otherwise wait for one another's exclusive lock); then the others longest first, by their
+        duration in a recent run (`expected_durations`; unknown ones keep their place after those), so that no
+        long case is left for the end while the other workers idle. Every worker orders alike (the order
+        comes from the controller). A hint only: where and when a case runs does not change what it finds."""
+        if int(getattr(config, "workerinput", {}).get("workercount", 1) or 1) > 1:
+            items[:] = run_order(items, lambda item: getattr(_case_of(item), "own_node", False),
+                                 lambda item: self.expected.get(_pair_of(item)))
 
     def pytest_runtest_setup(self, item) -> None:
         self._current = None
@@ -327,6 +353,42 @@ class Pipeline:
     def stopped_early(self) -> bool:
         session = self._session
         return bool(session is not None and (session.shouldstop or session.shouldfail))
+
+
+def run_order(items: list, own_node, expected) -> list:
+    """The own-node items first (in their order), then the others longest first by `expected(item)` (seconds
+    or None: unknown ones after the known, in their order)."""
+    rest = [i for i in items if not own_node(i)]
+    rest.sort(key=lambda i: (expected(i) is None, -(expected(i) or 0.0)))
+    return [i for i in items if own_node(i)] + rest
+
+
+def expected_durations(reports_dir: Path, exclude: Path | None = None, look_back: int = 5) -> dict[str, float]:
+    """"<label> <case id>" -> the case's duration in the newest of the last `look_back` runs under
+    `reports_dir` that has it (run ids sort by time); empty when there are none. Used only to order cases."""
+    runs = reports_dir / "runs"
+    found: dict[str, float] = {}
+    try:
+        dirs = sorted((d for d in runs.iterdir() if d.is_dir() and d != exclude), reverse=True)[:look_back]
+    except OSError:
+        return found
+    for run_dir in dirs:
+        with contextlib.suppress(Exception):
+            for record in read_records(run_dir / "results.jsonl"):
+                key = f"{record['broker']} {record['case_id']}"
+                if key not in found and isinstance(record.get("duration_s"), (int, float)):
+                    found[key] = float(record["duration_s"])
+    return found
+
+
+def _pair_of(item) -> str:
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    case = params.get("conformance_case")
+    return f"{params.get('conformance_broker')} {getattr(case, 'id', None)}"
+
+
+def _case_of(item):
+    return getattr(getattr(item, "callspec", None), "params", {}).get("conformance_case")
 
 
 def _is_case(nodeid: str) -> bool:

@@ -86,8 +86,9 @@ def help_for(name: str) -> str:
 
 def workers_arg(value: str) -> int:
     """The value of -n: a number or `auto` (one worker per core)."""
-    if value == "auto":
-        return max(os.cpu_count() or 1, 1)
+    if value == "auto":                     # the cores this process may run on (a container's, a taskset's)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return max(cores or 1, 1)
     try:
         return int(value)
     except ValueError:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -61,32 +62,55 @@ class Brokers:
         self.records: dict[str, dict] = {}        # name -> brokers.describe(...) (carries credentials: never print)
         self.specs: dict[str, object] = {}
         self._started: list = []                  # handles whose managed node this process stopped/starts
+        self.own_nodes: dict[str, object] = {}    # name -> the handle of its second node (own-node cases)
+        self.start_seconds: dict[str, float] = {}  # controller: how long each node took to start
         self._wrapped: dict[str, object] = {}
 
     # -- controller ---------------------------------------------------------------------------------------
 
     @classmethod
-    def start(cls, sources: Iterable, options: RunOptions, say: Callable[[str], None] | None = None) -> "Brokers":
-        """Start or check every broker (BrokerSpecs) and take the given handles as they are. On any failure
-        the nodes already started are stopped and the error (a ConformanceError with its exit code) raised."""
+    def start(cls, sources: Iterable, options: RunOptions, say: Callable[[str], None] | None = None,
+              own_node_cases: Iterable = ()) -> "Brokers":
+        """Start or check every broker (BrokerSpecs) and take the given handles as they are. A managed broker
+        whose profile has the hooks of one of `own_node_cases` (alarms, queue limits) gets a second throwaway
+        node of its own for those cases; all nodes start in parallel. On any failure the nodes already
+        started are stopped and the error (a ConformanceError with its exit code) raised."""
         from .. import brokers
         self = cls()
+        sources = list(sources)
+        specs = [s for s in sources if isinstance(s, brokers.BrokerSpec)]
+        own_node = [s for s in specs if s.url is None and _wants_own_node(s, own_node_cases)]
+        jobs = [(s, False) for s in specs] + [(s, True) for s in own_node]
         try:
             for source in sources:
                 if not isinstance(source, brokers.BrokerSpec):         # a handle running in this process
                     self.handles[_name_of(source)] = source
+            with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
+                futures = [pool.submit(_timed_start, spec, options) for spec, _ in jobs]
+                done = [f.exception() or f.result() for f in futures]          # every start ends before we go on
+            for (spec, second), outcome in zip(jobs, done):
+                if not isinstance(outcome, BaseException) and outcome[0].managed is not None:
+                    self._started.append(outcome[0])
+            failed = next((o for o in done if isinstance(o, BaseException)), None)
+            if failed is not None:
+                raise failed
+            for (spec, second), (handle, seconds) in zip(jobs, done):
+                if second:
+                    self.own_nodes[spec.name] = handle
+                    self.records[spec.name]["own_node"] = brokers.describe(handle, spec)
                     continue
-                t0 = time.monotonic()
-                handle = _start_one(source, options)
-                if handle.managed is not None:
-                    self._started.append(handle)
-                self.handles[source.name] = handle
-                self.specs[source.name] = source
-                self.records[source.name] = brokers.describe(handle, source)
+                self.handles[spec.name] = handle
+                self.specs[spec.name] = spec
+                self.records[spec.name] = brokers.describe(handle, spec)
+                self.start_seconds[spec.name] = round(seconds, 2)
+            for (spec, second), (handle, seconds) in zip(jobs, done):
+                if second:
+                    self.start_seconds[spec.name + " (own node)"] = round(seconds, 2)
                 if say is not None:
                     what = " ".join(x for x in (handle.product, handle.version) if x) or "unknown product"
-                    say(f"broker {source.name}: {what} at {handle.redacted_url} "
-                        f"({'started' if handle.managed is not None else 'checked'} in {time.monotonic() - t0:.1f} s)")
+                    role = " (the node of its own for alarm and queue-limit cases)" if second else ""
+                    say(f"broker {spec.name}{role}: {what} at {handle.redacted_url} "
+                        f"({'started' if handle.managed is not None else 'checked'} in {seconds:.1f} s)")
         except BaseException:
             self.close()
             raise
@@ -112,6 +136,26 @@ class Brokers:
             handle = self.handles[name] = brokers.attach(spec, record)
         return handle
 
+    def own_node(self, name: str):
+        """The handle of broker `name`'s second node (own-node cases), or None when the run has none."""
+        handle = self.own_nodes.get(name)
+        if handle is None and "own_node" in self.records.get(name, {}):
+            from .. import brokers
+            record = self.records[name]["own_node"]
+            spec = brokers.BrokerSpec(name, None, record["profile"])
+            handle = self.own_nodes[name] = brokers.attach(spec, record)
+        return handle
+
+    def for_case(self, handle, case):
+        """Where `case` runs when its target's handle is `handle`: an own-node case (alarms, queue limits) on
+        the broker's second node when the run has one, everything else (and any wrapped target) on `handle`."""
+        if not getattr(case, "own_node", False):
+            return handle
+        for name, base in self.handles.items():
+            if base is handle:
+                return self.own_node(name) or handle
+        return handle
+
     def handle(self, target: Target):
         """The handle a case of `target` runs against (its wrapper applied once per process)."""
         base = self.broker(target.broker)
@@ -135,6 +179,12 @@ class Brokers:
             spec = self.specs.get(name)
             out[name] = {"url": handle.redacted_url, "profile": spec.profile if spec is not None else None,
                          "product": handle.product, "version": handle.version}
+            if name in self.start_seconds:
+                out[name]["start_s"] = self.start_seconds[name]
+            second = self.own_nodes.get(name)
+            if second is not None:
+                out[name]["own_node"] = {"url": second.redacted_url,
+                                         "start_s": self.start_seconds.get(name + " (own node)")}
         return out
 
     def close(self) -> None:
@@ -143,10 +193,29 @@ class Brokers:
             with contextlib.suppress(Exception):
                 wrapped.close()
         self._wrapped = {}
-        for handle in self._started:
-            with contextlib.suppress(Exception):
-                handle.managed.stop()
+        with ThreadPoolExecutor(max_workers=max(1, len(self._started))) as pool:    # nodes stop in parallel
+            for handle in self._started:
+                pool.submit(_stop_quietly, handle)
         self._started = []
+
+
+def _stop_quietly(handle) -> None:
+    with contextlib.suppress(Exception):
+        handle.managed.stop()
+
+
+def _wants_own_node(spec, cases) -> bool:
+    """Whether a managed broker's profile has every hook some own-node case needs (else those cases are
+    unsupported on it and a second node would only cost its start)."""
+    from .. import brokers
+    profile = brokers.load_profile(spec.profile)
+    return any(getattr(c, "own_node", False) and all(profile.has_hook(h) for h in c.needs) for c in cases)
+
+
+def _timed_start(spec, options: RunOptions):
+    t0 = time.monotonic()
+    handle = _start_one(spec, options)
+    return handle, time.monotonic() - t0
 
 
 def _start_one(spec, options: RunOptions):

@@ -14,6 +14,7 @@ decides: queues, the limit it enforces on its incoming-window, and what a fault 
 from __future__ import annotations
 
 import collections
+import contextlib
 from dataclasses import dataclass, field
 
 from ..catalogue import faults as fault_catalogue
@@ -95,6 +96,11 @@ class BrokerConfig:
     product: str = "amqp-conformance-reference-broker"
     version: str = "1.0"
     require_sasl: bool = True
+    # Not a fault (the spec orders frames per session, not a broker's work across links and queues): answers
+    # to echo and drain, and transfers beyond credit (the extra_transfers fault), are written only after the
+    # broker has handled this many more frames of the peer's, as by a broker whose queues run apart from its
+    # sessions (RabbitMQ): they come after its answer to a later request (a barrier). 0: at once.
+    late_by_frames: int = 0
 
 
 @dataclass
@@ -195,6 +201,9 @@ class BrokerConnection:
         self.closed = False
         self.close_after_flush = False
         self.max_payload = 1 << 20
+        self._holding = 0                         # > 0: _send writes into _held (BrokerConfig.late_by_frames)
+        self._held = bytearray()
+        self._late: list = []                     # [frames still to handle, bytes] written when the count is 0
 
     # -- I/O boundary ------------------------------------------------------------------------------------
 
@@ -219,7 +228,7 @@ class BrokerConnection:
         return data
 
     def _send(self, body, channel: int = 0, payload: bytes = b"", frame_type: int = 0) -> None:
-        self.out += encode_frame(body, channel, payload, frame_type)
+        (self._held if self._holding else self.out).extend(encode_frame(body, channel, payload, frame_type))
         if frame_type != AMQP_FRAME:
             return
         keep = None
@@ -259,9 +268,33 @@ class BrokerConnection:
             return
         self._credit_before = self._credits(frame.channel) if isinstance(body, Flow) else {}
         self.books.observe_in(frame)
+        earlier = len(self._late)
         handler = getattr(self, "_on_" + body.NAME, None)
         if handler is not None:
             handler(frame.channel, body, frame.payload)
+        self._release_late(earlier)
+
+    @contextlib.contextmanager
+    def _late_if_configured(self):
+        """Frames sent inside are held for `BrokerConfig.late_by_frames` more frames of the peer's."""
+        if self.cfg.late_by_frames <= 0:
+            yield
+            return
+        self._holding += 1
+        try:
+            yield
+        finally:
+            self._holding -= 1
+            if not self._holding and self._held:
+                self._late.append([self.cfg.late_by_frames, bytes(self._held)])
+                self._held.clear()
+
+    def _release_late(self, earlier: int) -> None:
+        """One more frame handled: count down what was held before it; write what is due, in order."""
+        for entry in self._late[:earlier]:
+            entry[0] -= 1
+        while self._late and self._late[0][0] <= 0:
+            self.out += self._late.pop(0)[1]
 
     def _credits(self, peer_channel: int) -> dict:
         """Link-credit of each of the session's links before a flow is observed (faults compute their own)."""
@@ -399,7 +432,8 @@ class BrokerConnection:
         if flow.handle is None:
             if flow.echo and not self.faults.ignore_echo:
                 extra = {"link_credit": 0} if self.faults.link_fields_in_session_flow else {}
-                self._send(self._session_flow(s, echo=self.faults.echo_with_echo, **extra), channel)
+                with self._late_if_configured():
+                    self._send(self._session_flow(s, echo=self.faults.echo_with_echo, **extra), channel)
             self._pump_session(s)
             return
         if flow.handle in s.outgoing:
@@ -408,9 +442,10 @@ class BrokerConnection:
             link = s.incoming[flow.handle]
             if flow.echo and not self.faults.ignore_echo:
                 reported = serial_add(link.books.delivery_count, self.faults.receiver_delivery_count_offset)
-                self._send(self._session_flow(s, link, echo=self.faults.echo_with_echo,
-                                              delivery_count=reported, link_credit=link.books.link_credit),
-                           channel)
+                with self._late_if_configured():
+                    self._send(self._session_flow(s, link, echo=self.faults.echo_with_echo,
+                                                  delivery_count=reported, link_credit=link.books.link_credit),
+                               channel)
         elif not self.faults.ignore_unattached_handle:
             self._end_session(s, "amqp:session:unattached-handle", f"flow for unattached handle {flow.handle}")
         self._pump_session(s)
@@ -442,7 +477,8 @@ class BrokerConnection:
         self._pump_link(s, link)
         answered = self._finish_drain(s, link)
         if flow.echo and not answered and not self.faults.ignore_echo:
-            self._send_link_state(s, link, echo=self.faults.echo_with_echo)
+            with self._late_if_configured():
+                self._send_link_state(s, link, echo=self.faults.echo_with_echo)
 
     def _send_link_state(self, s: Session, link: OutgoingLink, echo: bool = False) -> None:
         q = self.state.queue(link.queue)
@@ -458,7 +494,8 @@ class BrokerConnection:
         if b.link_credit > 0 and not self.faults.drain_without_advance:
             b.delivery_count = serial_add(b.delivery_count, b.link_credit)
             b.link_credit = 0
-        self._send_link_state(s, link)
+        with self._late_if_configured():
+            self._send_link_state(s, link)
         return True
 
     def _pump_session(self, s: Session) -> None:
@@ -475,24 +512,30 @@ class BrokerConnection:
             window_ok = (s.books.remote_incoming_window or 0) > 0 or self.faults.ignore_incoming_window
             if not window_ok:
                 break
-            if link.books.link_credit <= 0:
+            beyond = link.books.link_credit <= 0
+            if beyond:
                 if extra <= 0:
                     break
                 extra -= 1
-            body = q.messages.popleft()
-            tag = link.next_tag.to_bytes(4, "big")
-            link.next_tag += 1
-            payload = encode_message(Data(body))
-            settled = True if link.settled and not self.faults.unsettled_in_settled_mode else None
-            chunks = [payload[i:i + self.max_payload] for i in range(0, len(payload), self.max_payload)] or [b""]
-            delivery_id = s.books.next_delivery_id     # the books count transfer-ids, delivery-ids and credit
-            for n, chunk in enumerate(chunks):
-                first, last = n == 0, n == len(chunks) - 1
-                self._send(Transfer(handle=link.handle, delivery_id=None if not first or self.faults.no_delivery_id
-                                    else delivery_id, delivery_tag=tag if first else None,
-                                    message_format=0 if first else None, settled=settled,
-                                    more=None if last else True), s.channel, chunk)
-            s.books.next_delivery_id = serial_add(delivery_id, 1)
+            with self._late_if_configured() if beyond else contextlib.nullcontext():
+                self._send_message(s, link, q)
+
+    def _send_message(self, s: Session, link: OutgoingLink, q: Queue) -> None:
+        """One message from `q` as transfer frame(s) on `link` (split at the peer's max-frame-size)."""
+        body = q.messages.popleft()
+        tag = link.next_tag.to_bytes(4, "big")
+        link.next_tag += 1
+        payload = encode_message(Data(body))
+        settled = True if link.settled and not self.faults.unsettled_in_settled_mode else None
+        chunks = [payload[i:i + self.max_payload] for i in range(0, len(payload), self.max_payload)] or [b""]
+        delivery_id = s.books.next_delivery_id     # the books count transfer-ids, delivery-ids and credit
+        for n, chunk in enumerate(chunks):
+            first, last = n == 0, n == len(chunks) - 1
+            self._send(Transfer(handle=link.handle, delivery_id=None if not first or self.faults.no_delivery_id
+                                else delivery_id, delivery_tag=tag if first else None,
+                                message_format=0 if first else None, settled=settled,
+                                more=None if last else True), s.channel, chunk)
+        s.books.next_delivery_id = serial_add(delivery_id, 1)
 
     # -- transfers from the peer (publishers) --------------------------------------------------------------
 

@@ -233,3 +233,22 @@ def test_minimal_case_with_our_peer_against_the_tested_managed_brokers_n2(tmp_pa
     assert sorted(r["broker"] for r in records) == sorted(brokers.TESTED)
     assert {r["verdict"] for r in records} == {"pass"}
     assert all(r.get("broker_product") and r.get("broker_version") for r in records), records
+
+
+def test_alarm_and_queue_limit_cases_run_on_a_second_node_started_beside_the_first(tmp_path):
+    """rabbitmq-4.0 with an own-node case: two nodes (run.json names both), the case on the second, the
+    ordinary case on the first, both nodes stopped afterwards."""
+    from conformance.run.engine import Plan, execute
+    from conformance.run.options import RunOptions
+    from conformance.run.selection import select_cases
+    plan = Plan(select_cases(["2.6.7/14", "2.6.7/9"]), [brokers.resolve("rabbitmq-4.0")],
+                RunOptions(workers=2, reports_dir=str(tmp_path)))
+    outcome = execute(plan)
+    meta = json.loads((outcome.run.path / "run.json").read_text())["brokers"]["rabbitmq-4.0"]
+    assert meta["own_node"]["url"] and meta["start_s"] > 0, meta
+    by_case = {r["case_id"]: r for r in outcome.records}
+    assert by_case["2.6.7/14"]["observations"].get("node") == "own node"
+    assert "node" not in by_case["2.6.7/9"]["observations"]
+    assert by_case["2.6.7/14"]["verdict"] == "pass" and by_case["2.6.7/9"]["verdict"] == "pass"
+    ports = {int(meta["own_node"]["url"].rsplit(":", 1)[1])}
+    assert not any(r.kind == "rabbitmq-4.0" and int(r.url.rsplit(":", 1)[1]) in ports for r in NodeRecord.load_all())

@@ -1,0 +1,58 @@
+"""`expect(..., unless=...)`: a wait ends at once (Precluded) when a frame arrives that rules out the awaited
+one (the session's end), and that frame stays for the next expectation. No timing is asserted: the wait's
+bound is 60 s under a 30 s test timeout."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.peer import ExpectationTimeout, Precluded
+from conformance.wire import Begin, Close, End, Error, Flow, Symbol, Transfer
+
+
+@pytest.mark.timeout(30)
+def test_a_wait_ends_when_the_session_ends_and_the_end_stays(scripted_broker, connect):
+    def broker(peer):
+        peer.server_handshake()
+        theirs = peer.expect(Begin)
+        peer.begin(0, remote_channel=theirs.channel, next_outgoing_id=0, incoming_window=100, outgoing_window=100)
+        peer.expect(Flow)
+        peer.send(End(error=Error(condition=Symbol("amqp:internal-error"))))
+        peer.expect(Close)
+
+    url, script = scripted_broker(broker)
+    client = connect(url)
+    client.handshake(sasl=None)
+    client.begin(0)
+    client.expect(Begin)
+    client.flow(0, handle=0, link_credit=1, delivery_count=0)
+    ends = lambda f: isinstance(f.body, End)
+    with pytest.raises(Precluded) as caught:
+        client.expect(Transfer, channel=0, timeout=60, unless=ends)
+    assert isinstance(caught.value, ExpectationTimeout)          # callers that catch timeouts catch it too
+    assert caught.value.frame.name == "end"
+    assert client.expect(End, timeout=0).body.error.condition == "amqp:internal-error"   # still in the inbox
+    client.close_connection()
+    script.join()
+
+
+@pytest.mark.timeout(30)
+def test_a_matching_frame_before_the_precluding_one_is_taken(scripted_broker, connect):
+    def broker(peer):
+        peer.server_handshake()
+        theirs = peer.expect(Begin)
+        peer.begin(0, remote_channel=theirs.channel, next_outgoing_id=0, incoming_window=100, outgoing_window=100)
+        peer.send(Flow(next_incoming_id=0, incoming_window=100, next_outgoing_id=0, outgoing_window=100, echo=None))
+        peer.send(End())
+        peer.expect(Close)
+
+    url, script = scripted_broker(broker)
+    client = connect(url)
+    client.handshake(sasl=None)
+    client.begin(0)
+    client.expect(Begin)
+    # the flow comes before the end (one connection: in order), so it is taken even if both are there
+    assert client.expect(Flow, timeout=60, unless=lambda f: isinstance(f.body, End)).name == "flow"
+    assert client.expect(End).name == "end"
+    client.close_connection()
+    script.join()

@@ -1,0 +1,77 @@
+"""How cases are scheduled around the broker: nothing waits that need not."""
+
+from __future__ import annotations
+
+import contextlib
+
+from conformance.brokers import BrokerHandle, load_profile
+from conformance.casekit import executor
+from conformance.cases import load_all
+from conformance.run.options import RunOptions
+from conformance.verdict import Verdict
+
+HOOK_CASES = {"2.5.6/4": "memory_alarm", "2.5.6/5": "disk_alarm", "2.5.6/6": "memory_alarm",
+              "2.6.7/14": "queue_length_limit"}
+
+
+def test_a_case_needing_a_missing_hook_is_unsupported_before_the_lock_or_a_connection(monkeypatch):
+    """The alarm and queue-limit cases on a profile without hooks: no broker lock asked for, no connection
+    opened (the URL has nothing listening), the same verdict and one-line reason as before."""
+    @contextlib.contextmanager
+    def no_lock(*args, **kwargs):
+        raise AssertionError("the broker lock was asked for")
+        yield
+
+    monkeypatch.setattr(executor, "broker_lock", no_lock)
+    handle = BrokerHandle("nothing", "amqp://127.0.0.1:1", load_profile("qpid-proton-c"))
+    cases = load_all()
+    for case_id, hook in HOOK_CASES.items():
+        assert hook in cases[case_id].needs
+        result = executor.run_case(cases[case_id], handle, RunOptions(frame_timeout=1.0, connect_timeout=1.0))
+        assert result.verdict is Verdict.UNSUPPORTED, (case_id, result.reason)
+        assert result.reason == f"the broker profile has no {hook!r} hook; add one to the profile to run this case"
+        assert result.transcripts == [] and result.findings == []
+
+
+class _Case:
+    def __init__(self, own_node):
+        self.own_node = own_node
+
+
+def test_own_node_cases_go_to_the_second_node_and_wrapped_targets_stay():
+    from conformance.run.targets import Brokers, Target
+    started = Brokers()
+    main, second, other = object(), object(), object()
+    started.handles = {"b": main, "c": other}
+    started.own_nodes = {"b": second}
+    assert started.for_case(main, _Case(True)) is second
+    assert started.for_case(main, _Case(False)) is main
+    assert started.for_case(other, _Case(True)) is other          # no node of its own: the exclusive phase
+    wrapped = object()                                            # e.g. selfcheck's proxy in front of b
+    assert started.for_case(wrapped, _Case(True)) is wrapped
+
+
+def test_the_alarm_and_queue_limit_cases_are_own_node_cases():
+    cases = load_all()
+    assert {c.id for c in cases.values() if c.own_node} == set(HOOK_CASES)
+    assert all(c.own_node for c in cases.values() if c.exclusive)
+
+
+def test_own_node_cases_come_first_so_that_one_worker_gets_them_all_then_the_longest():
+    from conformance.run.engine import run_order
+    assert run_order(list(range(8)), lambda i: i in (3, 4, 7), lambda i: None) == [3, 4, 7, 0, 1, 2, 5, 6]
+    took = {0: 0.5, 2: 6.0, 5: 1.0, 7: 9.0}
+    assert run_order(list(range(8)), lambda i: i in (3, 4), took.get) == [3, 4, 7, 2, 5, 0, 1, 6]
+
+
+def test_expected_durations_come_from_the_newest_runs_that_have_them(tmp_path):
+    import json
+    from conformance.run.engine import expected_durations
+    runs = tmp_path / "runs"
+    for run_id, rows in (("20260101T000000Z-1", [("b", "1/1", 9.0), ("b", "1/2", 1.0)]),
+                         ("20260102T000000Z-2", [("b", "1/1", 2.0)]), ("20260103T000000Z-3", [])):
+        (runs / run_id).mkdir(parents=True)
+        (runs / run_id / "results.jsonl").write_text("".join(
+            json.dumps({"broker": b, "case_id": c, "duration_s": d}) + "\n" for b, c, d in rows))
+    assert expected_durations(tmp_path, exclude=runs / "20260103T000000Z-3") == {"b 1/1": 2.0, "b 1/2": 1.0}
+    assert expected_durations(tmp_path / "nothing") == {}
