@@ -8,9 +8,10 @@ serialised by one lock; a failed write raises OSError for the caller to describe
 Who reads: one read lock makes reading, and handing the chunk on, one step at a time, so chunks reach
 `on_data` in stream order whoever read them. A thread waiting for input (the script, in an expectation)
 reads the socket itself with `read_here` (plain sockets): no hand-off from another thread per read. The
-reader thread reads whenever no waiter has read within the last HOLD_OFF seconds (nobody waits, or the
-script is busy elsewhere), so input is still taken, recorded and the stream's end noticed when nobody
-waits. A TLS stream is read by the reader thread only.
+reader thread reads everything else, as it always did: input that comes while nobody waits is taken and
+recorded at once, except within HOLD_OFF (5 ms) of a waiter's last read and until the script next sends
+(a script between two expectations of a stream: the next expectation reads it). The end of the stream
+(FIN, reset, error) is taken at once in every case. A TLS stream is read by the reader thread only.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from typing import Callable
 from .errors import FIN, RESET, SOCKET_ERROR
 
 RECV_SIZE = 1 << 18    # bytes asked for per read: a backlog of many frames is taken in one read
-HOLD_OFF = 0.05        # seconds the reader thread leaves the socket to a waiter that has just read it
-_READABLE = select.POLLIN | select.POLLERR | select.POLLHUP
+HOLD_OFF = 0.005       # seconds the reader thread leaves input to a waiter that has just read (the GIL's
+                       # switch interval: a busy script delayed the old reader thread up to as long)
+_ENDED = select.POLLRDHUP | select.POLLERR | select.POLLHUP | select.POLLNVAL
+_READABLE = select.POLLIN | _ENDED
+_NEVER = float("-inf")
 
 
 class Transport:
@@ -41,7 +45,8 @@ class Transport:
         self._heartbeat_thread: threading.Thread | None = None
         self._read_lock = threading.Lock()   # held while one chunk is read and handed to on_data
         self._done = False                   # the stream ended or on_data refused: nobody reads again
-        self._waiter_read_at = float("-inf")  # monotonic time a waiter last read (read_here)
+        self._waiter_read_at = _NEVER        # monotonic time a waiter last read (read_here); _NEVER once we send
+        self._wake = threading.Event()       # ends the reader thread's hold-off early (a send, close)
         self.direct = isinstance(sock, socket.socket)   # a waiter may read itself (not TLS)
         self._recv = self._recv_function()
         self._reader = threading.Thread(target=self._read_loop, name=f"{name}-reader", daemon=True)
@@ -57,6 +62,9 @@ class Transport:
 
     def write(self, raw: bytes, before: Callable[[], None] | None = None) -> None:
         """Send `raw` whole; `before()` runs under the send lock first (the transcript records in send order)."""
+        if self._waiter_read_at is not _NEVER:   # a script that sends is not between two expectations:
+            self._waiter_read_at = _NEVER          # what comes now is taken at once, as before
+            self._wake.set()
         with self._send_lock:
             if before is not None:
                 before()
@@ -113,12 +121,14 @@ class Transport:
         poller.register(self.sock, _READABLE)
         while not self._done and not self._stopping.is_set():
             try:
-                poller.poll()          # unbounded: close() shuts the socket down, which wakes it
+                events = poller.poll()   # unbounded: close() shuts the socket down, which wakes it
             except (OSError, ValueError):
-                pass
+                events = [(0, select.POLLERR)]
+            ended = any(ev & _ENDED for _, ev in events)
             idle = time.monotonic() - self._waiter_read_at
-            if idle < HOLD_OFF:        # a waiter is taking the input: look again when it may have stopped
-                self._stopping.wait(HOLD_OFF - idle)   # bounded-wait-ok: the hold-off, at most HOLD_OFF
+            if not ended and idle < HOLD_OFF:   # a waiter is taking the input: look again when it may have stopped
+                self._wake.wait(HOLD_OFF - idle)   # bounded-wait-ok: the hold-off, at most HOLD_OFF
+                self._wake.clear()
                 continue
             with self._read_lock:
                 if self._done or self._stopping.is_set():
@@ -162,8 +172,8 @@ class Transport:
         def recv(timeout: float | None) -> bytes | None:
             if timeout is None:
                 return bytes(view[:recv_into(buf)])
-            if not poller.poll(int(timeout * 1000.0 + 0.999) if timeout > 0 else 0):   # at once if readable
-                return None
+            if timeout > 0 and not poller.poll(int(timeout * 1000.0 + 0.999)):   # at once if readable
+                return None                 # (timeout 0: the reader thread, which has just polled)
             try:
                 return bytes(view[:recv_into(buf, 0, dontwait)])
             except BlockingIOError:       # readable, yet nothing to read (spurious wake-up)
@@ -175,6 +185,7 @@ class Transport:
     def close(self) -> None:
         """Drop the socket and wait (bounded) for the threads: the socket is closed, they end at once."""
         self._stopping.set()
+        self._wake.set()
         for step in (lambda: self.sock.shutdown(socket.SHUT_RDWR), self.sock.close):
             try:
                 step()
