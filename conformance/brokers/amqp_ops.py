@@ -34,14 +34,17 @@ class Endpoint:
     url: str
     sasl: str | None = "auto"
     tls: TLSOptions | None = None
-    timeout: float = 30.0
+    timeout: float = 30.0              # the whole conversation (a preload of many messages)
+    frame: float | None = None         # each answer awaited, and the connect: the run's --frame-timeout when set
 
 
 @contextlib.contextmanager
 def session(endpoint: Endpoint, what: str) -> Iterator[Peer]:
     """A connection with one session on channel 0; closed (politely, then the socket) afterwards."""
     try:
-        peer = Peer.connect(endpoint.url, timeouts=Timeouts(frame=endpoint.timeout), tls=endpoint.tls)
+        bound = endpoint.frame if endpoint.frame is not None else endpoint.timeout
+        timeouts = Timeouts(frame=bound, connect=bound) if endpoint.frame is not None else Timeouts(frame=bound)
+        peer = Peer.connect(endpoint.url, timeouts=timeouts, tls=endpoint.tls)
     except PeerError as exc:
         raise AmqpOpFailed(f"{what}: {exc}") from None
     try:

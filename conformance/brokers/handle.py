@@ -239,8 +239,10 @@ class BrokerHandle:
 
     # -- running profile actions ---------------------------------------------------------------------------
 
+    answer_timeout: float | None = None    # each answer a housekeeping conversation awaits: the run's --frame-timeout
+
     def _endpoint(self, timeout: float = 30.0) -> amqp_ops.Endpoint:
-        return amqp_ops.Endpoint(self.url, self.sasl_mechanism, self.tls, timeout)
+        return amqp_ops.Endpoint(self.url, self.sasl_mechanism, self.tls, timeout, self.answer_timeout)
 
     def _run(self, action, what: str, **values):
         if isinstance(action, ManagementCall):

@@ -133,7 +133,7 @@ def unspecified_delivery_count(ctx):
 
 
 @case("2.6.7/7", "Serial-number wrap: reconciliation and drain across 2^32",
-      ["2.6.7/delivery-count-serial", "2.6.7/credit-formula", "2.6.7/drain-advance"],
+      ["2.6.7/delivery-count-serial", "2.6.7/credit-formula", "2.6.7/drain-advance", "2.6.7/drain-behaviour"],
       subject=["2.6.7/credit-formula", "2.6.7/drain-advance"],
       expectation="whatever the broker's initial delivery-count, limits computed across the wrap hold: "
                   "receive 3 per step, drain, stale count, with delivery-counts shown modulo 2^32")

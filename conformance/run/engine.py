@@ -183,6 +183,7 @@ class Pipeline:
         self.case_ids = list(case_ids)
         self.targets = {t.label: t for t in targets}
         self.brokers = brokers
+        brokers.answer_timeout = options.frame_timeout
         self.run = run
         self.console = console
         self.owns_brokers = owns_brokers      # stop them at pytest_unconfigure (pytest --broker ...)
@@ -247,6 +248,7 @@ class Pipeline:
         the test report. This is the only place a case is run."""
         from ..runner import run_case
         own = self.brokers.for_case(broker, case)      # alarm and queue-limit cases: the node of their own
+        self.brokers.bound(own)
         result = run_case(case, own, options or self.options)
         if own is not broker:
             result.observations["node"] = "own node"

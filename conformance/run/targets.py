@@ -65,6 +65,7 @@ class Brokers:
         self.own_nodes: dict[str, object] = {}    # name -> the handle of its second node (own-node cases)
         self.start_seconds: dict[str, float] = {}  # controller: how long each node took to start
         self._wrapped: dict[str, object] = {}
+        self.answer_timeout: float | None = None  # the run's --frame-timeout: bounds housekeeping answers too
 
     # -- controller ---------------------------------------------------------------------------------------
 
@@ -134,7 +135,14 @@ class Brokers:
             record = self.records[name]
             spec = brokers.BrokerSpec(name, record["url"] if not record["managed"] else None, record["profile"])
             handle = self.handles[name] = brokers.attach(spec, record)
+            self.bound(handle)
         return handle
+
+    def bound(self, handle) -> None:
+        """A hung broker costs a housekeeping step (preload, queue set-up, depth) --frame-timeout, not 30 s."""
+        from ..brokers.handle import BrokerHandle
+        if isinstance(handle, BrokerHandle) and self.answer_timeout is not None:
+            handle.answer_timeout = self.answer_timeout
 
     def own_node(self, name: str):
         """The handle of broker `name`'s second node (own-node cases), or None when the run has none."""
@@ -144,6 +152,7 @@ class Brokers:
             record = self.records[name]["own_node"]
             spec = brokers.BrokerSpec(name, None, record["profile"])
             handle = self.own_nodes[name] = brokers.attach(spec, record)
+            self.bound(handle)
         return handle
 
     def for_case(self, handle, case):
