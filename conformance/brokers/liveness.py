@@ -95,10 +95,14 @@ def died_during(peers, broker: Broker, timeout: float, verdict: str | None = Non
     stopped answering (a hung process keeps its connections open: a missing answer reads as a fail, a missing
     frame as a pass), so then it is asked too."""
     lost = [p.ending for p in peers if p.ending in LOST and not _we_closed(p)]
+    # every connection of the case ended with the broker answering our close: it was answering at the end of
+    # the case, so its silences during it were not a hang (a hung broker leaves our close unanswered, which
+    # cut_or_stalled reports); asking again on a new connection would only measure how fast it accepts one
+    answered_to_the_end = bool(peers) and all(_we_closed(p) for p in peers)
     gone = process_gone(broker)
     if gone is not None:
         what = "died"
-    elif lost or (peers and verdict in CONCLUDED):
+    elif lost or (peers and verdict in CONCLUDED and not answered_to_the_end):
         gone, what = unanswered(broker, timeout), "died" if lost else "stopped answering"
     if gone is None:
         return None
