@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import resource
 import shutil
 import signal
@@ -266,7 +267,26 @@ class RabbitMQ40(RabbitMQBase):
         with self._root_lock():            # claim a directory in the root, then make sure /proc is there
             self._data_dirs(workdir)
             self._mount_proc()
+            self._name_this_host()
         return super()._start(workdir, port)
+
+    def _name_this_host(self) -> None:
+        """Map this machine's hostname to 127.0.0.1 in the root's /etc/hosts. The node looks its host's name
+        up while it answers an AMQP open; unlisted, the lookup goes to the DNS server of the machine the root
+        was built on, and when that does not answer the open waits the resolver's 5 s (seen as 1-3 unanswered
+        opens per suite run on rabbitmq-4.0). Done at every start: the root is a cached tarball, the hostname
+        belongs to the machine it runs on."""
+        name = socket.gethostname()
+        hosts = self.root / "etc" / "hosts"
+        try:
+            text = hosts.read_text() if hosts.exists() else ""
+        except OSError:
+            return
+        if not name or any(name in line.split()[1:] for line in text.splitlines() if not line.startswith("#")):
+            return
+        if "localhost" not in text:
+            text = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" + text
+        hosts.write_text(text.rstrip("\n") + f"\n127.0.0.1\t{name}\n")
 
     def _root_lock(self) -> FileLock:
         """Serialises claiming/releasing node directories and mounting/unmounting /proc across processes."""
