@@ -110,6 +110,7 @@ def session_sequence_numbers(ctx):
 # -- resource alarms --------------------------------------------------------------------------------------
 
 THROTTLE_REQUIREMENTS = ["2.5.6/incoming-window", "2.6.7/link-credit-receiver", "3.2.1/durable-not-lost",
+                         "3.4.2/accepted-at-target",
                          "2.6.7/no-send-without-credit", "2.6.7/initial-flow-state", "2.6.7/credit-formula"]
 
 

@@ -17,12 +17,22 @@ CASES = load_all()
 REQUIREMENT_ID = re.compile(r"^\d+(\.\d+)+/[a-z0-9-]+$")
 
 
-def named_requirements(func) -> set[str]:
+def named_requirements(func, seen=None) -> set[str]:
+    """The requirement ids named in `func` and in the functions of its module it calls (transitively)."""
+    seen = set() if seen is None else seen
+    seen.add(func)
     tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     body = tree.body[0]
     body.decorator_list = []          # the @case arguments are the declaration itself
-    return {n.value for n in ast.walk(body) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            and REQUIREMENT_ID.match(n.value)}
+    names = {n.value for n in ast.walk(body) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and REQUIREMENT_ID.match(n.value)}
+    module = inspect.getmodule(func)
+    for call in ast.walk(body):
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+            helper = getattr(module, call.func.id, None)
+            if inspect.isfunction(helper) and helper.__module__ == module.__name__ and helper not in seen:
+                names |= named_requirements(helper, seen)
+    return names
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
