@@ -463,13 +463,20 @@ def decode_value(buf: bytes, offset: int = 0, end: int | None = None, *, base: i
     stop = len(buf) if end is None else end
     try:
         return _decode(buf, offset, stop, 0)
-    except DecodeError as exc:
-        if base:
-            raise DecodeError(exc.offset + base, exc.reason) from None
-        raise
-    except (struct.error, IndexError, ValueError, TypeError, OverflowError, RecursionError) as exc:
-        # Defensive: a gap in the explicit checks must still surface as a DecodeError.
-        raise DecodeError(base + offset, f"malformed value ({type(exc).__name__}: {exc})") from None
+    except _FAILURES as exc:
+        raise _as_decode_error(exc, offset, base) from None
+
+
+# what decoding a malformed value can raise: our DecodeError, and (defensively: a gap in the explicit checks
+# must still surface as a DecodeError) what Python raises on a short or odd buffer
+_FAILURES = (DecodeError, struct.error, IndexError, ValueError, TypeError, OverflowError, RecursionError)
+
+
+def _as_decode_error(exc: Exception, offset: int, base: int) -> DecodeError:
+    """`exc`, raised decoding the value at `offset`, as a DecodeError at its stream offset (`base` added)."""
+    if isinstance(exc, DecodeError):
+        return DecodeError(exc.offset + base, exc.reason) if base else exc
+    return DecodeError(base + offset, f"malformed value ({type(exc).__name__}: {exc})")
 
 
 def decode_performative(buf: bytes, offset: int, end: int, base: int = 0) -> tuple[Any, int]:
@@ -486,12 +493,8 @@ def decode_performative(buf: bytes, offset: int, end: int, base: int = 0) -> tup
             try:
                 value, pos = _dec_list(buf, offset + 4, end, list_code, 1)
                 return build(value, offset, offset + 3), pos
-            except DecodeError as exc:
-                if base:
-                    raise DecodeError(exc.offset + base, exc.reason) from None
-                raise
-            except (struct.error, IndexError, ValueError, TypeError, OverflowError, RecursionError) as exc:
-                raise DecodeError(base + offset, f"malformed value ({type(exc).__name__}: {exc})") from None
+            except _FAILURES as exc:
+                raise _as_decode_error(exc, offset, base) from None
     return decode_value(buf, offset, end, base=base)
 
 

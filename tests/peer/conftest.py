@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from conformance.peer import Peer, PeerServer, Timeouts
+from conformance.wire import Begin
 
 FAST = Timeouts(frame=2.0, quiet=0.3, connect=2.0)
 
@@ -70,3 +71,24 @@ def connect():
     yield _connect
     for peer in peers:
         peer.disconnect()
+
+
+@pytest.fixture
+def session_on(scripted_broker, connect):
+    """`session_on(after_begin) -> (client, BrokerScript)`: a client with a session on channel 0 against a
+    scripted broker that answers the handshake and the begin, then runs `after_begin(peer)`."""
+    def start(after_begin):
+        def broker(peer):
+            peer.server_handshake()
+            theirs = peer.expect(Begin)
+            peer.begin(0, remote_channel=theirs.channel, next_outgoing_id=0, incoming_window=100,
+                       outgoing_window=100)
+            after_begin(peer)
+
+        url, script = scripted_broker(broker)
+        client = connect(url)
+        client.handshake(sasl=None)
+        client.begin(0)
+        client.expect(Begin)
+        return client, script
+    return start

@@ -7,24 +7,17 @@ from __future__ import annotations
 import pytest
 
 from conformance.peer import ExpectationTimeout, Precluded
-from conformance.wire import Begin, Close, End, Error, Flow, Symbol, Transfer
+from conformance.wire import Close, End, Error, Flow, Symbol, Transfer
 
 
 @pytest.mark.timeout(30)
-def test_a_wait_ends_when_the_session_ends_and_the_end_stays(scripted_broker, connect):
+def test_a_wait_ends_when_the_session_ends_and_the_end_stays(session_on):
     def broker(peer):
-        peer.server_handshake()
-        theirs = peer.expect(Begin)
-        peer.begin(0, remote_channel=theirs.channel, next_outgoing_id=0, incoming_window=100, outgoing_window=100)
         peer.expect(Flow)
         peer.send(End(error=Error(condition=Symbol("amqp:internal-error"))))
         peer.expect(Close)
 
-    url, script = scripted_broker(broker)
-    client = connect(url)
-    client.handshake(sasl=None)
-    client.begin(0)
-    client.expect(Begin)
+    client, script = session_on(broker)
     client.flow(0, handle=0, link_credit=1, delivery_count=0)
     ends = lambda f: isinstance(f.body, End)
     with pytest.raises(Precluded) as caught:
@@ -37,20 +30,13 @@ def test_a_wait_ends_when_the_session_ends_and_the_end_stays(scripted_broker, co
 
 
 @pytest.mark.timeout(30)
-def test_a_matching_frame_before_the_precluding_one_is_taken(scripted_broker, connect):
+def test_a_matching_frame_before_the_precluding_one_is_taken(session_on):
     def broker(peer):
-        peer.server_handshake()
-        theirs = peer.expect(Begin)
-        peer.begin(0, remote_channel=theirs.channel, next_outgoing_id=0, incoming_window=100, outgoing_window=100)
         peer.send(Flow(next_incoming_id=0, incoming_window=100, next_outgoing_id=0, outgoing_window=100, echo=None))
         peer.send(End())
         peer.expect(Close)
 
-    url, script = scripted_broker(broker)
-    client = connect(url)
-    client.handshake(sasl=None)
-    client.begin(0)
-    client.expect(Begin)
+    client, script = session_on(broker)
     # the flow comes before the end (one connection: in order), so it is taken even if both are there
     assert client.expect(Flow, timeout=60, unless=lambda f: isinstance(f.body, End)).name == "flow"
     assert client.expect(End).name == "end"

@@ -37,23 +37,16 @@ def _readers(peer) -> list:
     return names
 
 
-def test_a_waiting_script_reads_the_socket_itself(scripted_broker, connect):
+def test_a_waiting_script_reads_the_socket_itself(session_on):
     go = threading.Event()
 
     def broker(peer):
-        peer.server_handshake()
-        theirs = peer.expect(Begin)
-        peer.begin(0, remote_channel=theirs.channel, next_outgoing_id=0, incoming_window=100, outgoing_window=100)
         go.wait(5)
         for credit in range(1, 6):
             peer.send(_flow(handle=0, delivery_count=0, link_credit=credit))
         peer.expect(Close)
 
-    url, script = scripted_broker(broker)
-    client = connect(url)
-    client.handshake(sasl=None)
-    client.begin(0)
-    client.expect(Begin)
+    client, script = session_on(broker)
     names = _readers(client)
     go.set()
     got = [client.expect(Flow).body.link_credit for _ in range(5)]
