@@ -21,7 +21,10 @@ The connections themselves can break while the broker lives (the network: `selfc
 `cut_or_stalled(peers, timeout)`, asked right after the case and before its connections are dropped, says
 why they cannot carry a verdict: one was reset (TCP RST: cut below AMQP), or one still open does not answer
 our close within the frame timeout (the closing handshake is the liveness check of the connection: it
-stalled, and the silence a verdict may rest on was the network's, not the broker's).
+stalled, and the silence a verdict may rest on was the network's, not the broker's). A connection on which
+the broker already let a wait run out the whole frame timeout and has sent nothing since is given
+`STILL_SILENT` (1 s) for its close, not another frame timeout: it has shown it is not answering, and a
+broker that stops mid-case gives `error` within the frame timeout plus that second, not twice the timeout.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from ..peer.errors import CLOSE_FRAME, FIN, RESET, SOCKET_ERROR
 
 LOST = {FIN: "closed without a close frame (FIN)", RESET: "reset (RST)", SOCKET_ERROR: "lost (socket error)",
         CLOSE_FRAME: "closed after a close frame"}   # a broker shutting down cleanly sends close first
+STILL_SILENT = 1.0   # the close wait on a connection whose broker is already silent past a frame timeout
 CONCLUDED = ("pass", "fail", "non-strict", "informational")   # verdicts a silent (hung) broker could cause
 
 
@@ -74,12 +78,15 @@ def cut_or_stalled(peers, timeout: float) -> str | None:
             return f"connection {number} was reset (TCP RST) during the case: cut below AMQP, no verdict"
         if peer.ending is not None or peer.received(Close) or peer.transcript.frames("out", "close"):
             continue
+        silent = _silent(peer)
+        wait = min(STILL_SILENT, timeout) if silent else timeout
         try:
             peer.close_connection()
-            peer.expect(Close, timeout=timeout)
+            peer.expect(Close, timeout=wait)
         except ExpectationTimeout:
-            return (f"connection {number} stalled: the broker did not answer our close within {timeout:g} s "
-                    "after the case, so the silence the verdict rests on says nothing")
+            since = " (nor anything since a wait ran out the frame timeout)" if silent else ""
+            return (f"connection {number} stalled: the broker did not answer our close within {wait:g} s "
+                    f"after the case{since}, so the silence the verdict rests on says nothing")
         except ConnectionLost:
             # the case was over when we sent close: a broker that answers it with a reset (RabbitMQ 3.10 closes
             # with our unread transfers in its buffer) ended the connection, it was not cut under the case
@@ -108,6 +115,14 @@ def died_during(peers, broker: Broker, timeout: float, verdict: str | None = Non
         return None
     how = f"a connection was {LOST[lost[0]]} and " if lost else ""
     return f"the broker {what} during the case: {how}{gone}; no verdict can be drawn from this case"
+
+
+def _silent(peer) -> bool:
+    silent = getattr(peer, "silent_since_timeout", None)
+    try:
+        return bool(silent()) if silent is not None else False
+    except Exception:
+        return False
 
 
 def _we_closed(peer) -> bool:

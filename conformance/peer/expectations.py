@@ -102,6 +102,9 @@ class Expectations:
     # Wait accounting (seconds, per connection): expectations that ran out, and quiet periods watched.
     timed_out_s: float = 0.0
     quiet_s: float = 0.0
+    # How many frames had arrived when a wait bounded by the whole frame timeout last ran out (None: none
+    # has): a broker that owed an answer and has sent nothing since is not answering (`silent_since_timeout`).
+    _ran_out_at: int | None = None
 
     # `transport.read_here` (set by the peer): read the socket on the waiting thread. None: wait for the
     # reader thread only.
@@ -132,8 +135,16 @@ class Expectations:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     self.timed_out_s += wait
+                    if wait >= self.timeouts.frame:
+                        self._ran_out_at = len(self.arrived)
                     raise ExpectationTimeout(what() if callable(what) else what, wait, list(self.arrived))
                 self._await_input(read_here, left)
+
+    def silent_since_timeout(self) -> bool:
+        """A wait bounded by the whole frame timeout ran out and nothing has arrived since: the other side
+        has already failed to answer within the frame timeout, and is still silent."""
+        with self._cond:
+            return self._ran_out_at is not None and len(self.arrived) == self._ran_out_at
 
     def _await_input(self, read_here: Callable[[float], bool] | None, left: float) -> None:
         """Under `_cond`: let input arrive for up to `left` seconds. This thread reads the socket itself when

@@ -113,10 +113,15 @@ class _Transcript:
 class _PeerAnsweringCloseWith:
     """A connection whose broker answers our closing `close` with `ending` (a TCP reset, or a stall)."""
 
-    def __init__(self, ending_before=None, answer=None):
+    def __init__(self, ending_before=None, answer=None, silent=False):
         self.ending = ending_before
         self.transcript = _Transcript()
         self.answer = answer
+        self.silent = silent
+        self.waited = None
+
+    def silent_since_timeout(self):
+        return self.silent
 
     def received(self, kind):
         return False
@@ -125,6 +130,7 @@ class _PeerAnsweringCloseWith:
         pass
 
     def expect(self, kind, timeout):
+        self.waited = timeout
         raise self.answer
 
 
@@ -139,3 +145,14 @@ def test_a_reset_answering_our_close_after_the_case_is_not_a_cut():
     assert during and "reset" in during
     stalled = cut_or_stalled([_PeerAnsweringCloseWith(answer=ExpectationTimeout("close", 0.1, []))], 0.1)
     assert stalled and "stalled" in stalled
+
+
+def test_a_broker_silent_since_a_wait_ran_out_gets_a_second_for_our_close_not_a_frame_timeout():
+    from conformance.brokers.liveness import STILL_SILENT, cut_or_stalled
+    from conformance.peer import ExpectationTimeout
+    silent = _PeerAnsweringCloseWith(answer=ExpectationTimeout("close", 1.0, []), silent=True)
+    assert "nor anything since a wait ran out" in cut_or_stalled([silent], 5.0)
+    assert silent.waited == STILL_SILENT
+    talking = _PeerAnsweringCloseWith(answer=ExpectationTimeout("close", 5.0, []))
+    cut_or_stalled([talking], 5.0)
+    assert talking.waited == 5.0
