@@ -125,10 +125,14 @@ class CaseContext:
         for, e.g. beyond credit: delivered is not lost), then the rest of the queue."""
         reader = self.session().attach_receiver(queue)
         reader.flow(link_credit=10000)
+        # a receiving link attached on the queue: its answer comes after the queue took our credit, then the
+        # rest arrives with no gap longer than the absence window (not a clock-only silence of 2 quiet periods)
+        reader.session.settle_by_barrier(queue, through_queue=True)
+        gap = reader.session.absence_window()
         while True:
             try:
                 reader.peer.expect(Transfer, channel=reader.session.remote_channel, handle=reader.broker_handle,
-                                   timeout=self.options.quiet_period * 2)
+                                   timeout=gap)
             except ExpectationTimeout:
                 break
         return [b for link in (*links, reader) for b in link.bodies_from_state()]   # read last: all delivered
