@@ -765,8 +765,10 @@ class SenderScript(LinkScript):
         return sum(1 for item in self.peer.arrived if isinstance(getattr(item, "body", None), Disposition)
                    and isinstance(item.body.state, Rejected))
 
-    def publish_until_throttled(self, limit: int) -> "Throttle":
-        """Send messages while the broker lets us; report how it stopped us."""
+    def publish_until_throttled(self, limit: int, *, await_outcomes: bool = True) -> "Throttle":
+        """Send messages while the broker lets us; report how it stopped us. With `await_outcomes` False, the
+        outcomes of the last transfers are not waited for (the quiet period): the caller looks at them later
+        with `pushback_after` once other steps have taken at least that long."""
         for i in range(limit):
             if self.rejected_count():
                 return Throttle.REJECTED
@@ -789,12 +791,19 @@ class SenderScript(LinkScript):
                 self.transfer(f"{self.queue}!{i}".encode())
             except ConnectionLost:
                 return Throttle.CLOSED
+        if not await_outcomes:
+            return Throttle.NONE
         try:   # outcomes of the last transfers
             self.peer.expect(Disposition, timeout=self.ctx.options.quiet_period,
                              where=lambda f: isinstance(f.body.state, Rejected))
             return Throttle.REJECTED
         except ExpectationTimeout:
             return Throttle.NONE
+
+    def pushback_after(self, throttle: "Throttle") -> "Throttle":
+        """`publish_until_throttled(await_outcomes=False)`'s answer once the outcomes had time to come:
+        NONE becomes REJECTED when the broker has rejected a transfer since."""
+        return Throttle.REJECTED if throttle is Throttle.NONE and self.rejected_count() else throttle
 
     def publish_after_clear(self, count: int) -> bool:
         for i in range(count):

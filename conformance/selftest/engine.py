@@ -22,7 +22,7 @@ from ..peer.state import LinkState, PeerState, SessionState
 from ..wire import (
     AMQP_HEADER, SASL_HEADER, Attach, Begin, Close, Data, DecodeError, Detach, Disposition, End, Error, Flow,
     Frame, FrameDecoder, Open, ProtocolHeader, SaslInit, SaslMechanisms, SaslOutcome, Source, Symbol, Target,
-    Transfer, encode_frame, encode_message, serial_add, serial_diff, Accepted,
+    Transfer, encode_frame, encode_message, serial_add, serial_diff, Accepted, Rejected,
 )
 from ..wire.frames import AMQP_FRAME, SASL_FRAME
 
@@ -104,6 +104,9 @@ class BrokerConfig:
     # Not judged by any case (session lifecycle is not the suite's subject): False leaves the peer's end of a
     # session unanswered, as RabbitMQ 3.10 sometimes does for the begin/end barrier's session.
     answer_ends: bool = True
+    # Not a fault either: a queue at its length limit rejects the transfers beyond it (RabbitMQ's reject-publish
+    # overflow) instead of withholding the publisher's credit.
+    reject_on_overflow: bool = False
 
 
 @dataclass
@@ -406,7 +409,8 @@ class BrokerConnection:
     def _publisher_blocked(self, link: IncomingLink) -> bool:
         q = self.state.queues.get(link.queue)
         return self.faults.no_sender_credit or (q is not None and q.max_length is not None
-                                                and len(q.messages) >= q.max_length)
+                                                and len(q.messages) >= q.max_length
+                                                and not self.cfg.reject_on_overflow)
 
     def _grant_publisher_credit(self, s: Session, link: IncomingLink) -> None:
         if self._publisher_blocked(link):
@@ -414,7 +418,8 @@ class BrokerConnection:
             return
         link.blocked = False
         q = self.state.queues.get(link.queue)
-        room = None if q is None or q.max_length is None else q.max_length - len(q.messages)
+        room = None if q is None or q.max_length is None or self.cfg.reject_on_overflow else \
+            q.max_length - len(q.messages)
         b = link.books
         b.link_credit = self.cfg.publisher_credit if room is None else min(self.cfg.publisher_credit, room)
         reported = serial_add(b.delivery_count, self.faults.receiver_delivery_count_offset)
@@ -570,11 +575,12 @@ class BrokerConnection:
             return
         q = self.state.queue(link.queue)
         link.received += 1
-        if not (self.faults.lose_after and link.received > self.faults.lose_after):
+        full = self.cfg.reject_on_overflow and q.max_length is not None and len(q.messages) >= q.max_length
+        if not full and not (self.faults.lose_after and link.received > self.faults.lose_after):
             q.messages.append(_message_body(payload))
         if not transfer.settled:
             self._send(Disposition(role=ROLE_RECEIVER, first=transfer.delivery_id, settled=True,
-                                   state=Accepted()), channel)
+                                   state=Rejected() if full else Accepted()), channel)
         if self._publisher_blocked(link):
             link.blocked = True
         elif link.books.link_credit <= self.cfg.publisher_credit // 2 and not self.faults.drop_on_excess:
