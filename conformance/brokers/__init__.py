@@ -22,10 +22,9 @@ from .interface import Broker, WrappedBroker, is_broker
 from .managed import ManagedBroker, NodeRecord, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
-from .rabbitmq import RabbitMQ40, RabbitMQ310
+from .rabbitmq import RabbitMQ40, RabbitMQ43, RabbitMQ310
 from .artemis import RELEASES as ARTEMIS_RELEASES
 from .qpid_broker_j import QpidBrokerJ80, QpidBrokerJ92, QpidBrokerJ100
-from .rabbitmq43 import RabbitMQ43
 
 MANAGED: dict[str, type[ManagedBroker]] = {
     "rabbitmq-4.3": RabbitMQ43,

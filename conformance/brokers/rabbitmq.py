@@ -1,5 +1,6 @@
-"""Managed RabbitMQ nodes: 3.10 from Debian bookworm (AMQP 1.0 plugin) on the host, and 4.0 from Debian
-trixie (native AMQP 1.0) inside a debootstrap root, because trixie's Erlang needs a newer glibc.
+"""Managed RabbitMQ nodes: 3.10 from Debian bookworm (AMQP 1.0 plugin) on the host; 4.0 from Debian trixie and
+4.3 from Debian testing (forky), native AMQP 1.0, each inside a debootstrap root of its suite (`ChrootRabbitMQ`),
+because their Erlang needs a newer glibc. Bookworm's debootstrap has no script for forky: sid's is passed.
 
 Each node is a throwaway: its own directory, node name, AMQP port, distribution port and epmd port, all on
 127.0.0.1, configured only through RABBITMQ_* environment variables and a config file in its directory.
@@ -200,54 +201,62 @@ class RabbitMQ310(RabbitMQBase):
                                   "it with `apt-get install --reinstall rabbitmq-server`")
 
 
-class RabbitMQ40(RabbitMQBase):
-    kind = "rabbitmq-4.0"
-    description = "RabbitMQ 4.0.5 from Debian trixie (native AMQP 1.0), in a debootstrap root"
-    profile_name = "rabbitmq-4"
-    version = "4.0.5"
+HOSTS = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
+
+class ChrootRabbitMQ(RabbitMQBase):
+    """A RabbitMQ node from a Debian suite's debootstrap root (subclasses name the suite): the root is built
+    once with debootstrap from the mirror apt already uses, cached as a tarball, and each node runs chrooted."""
+
+    suite = ""
+    script = ""              # debootstrap script when the suite has none of its own name (forky: sid's)
 
     @property
     def root(self) -> Path:
-        return cache_dir() / "rabbitmq-4.0-root"
+        return cache_dir() / f"{self.kind}-root"
 
     @property
     def tarball(self) -> Path:
         """The built root, compressed: what a CI cache keeps; unpacks in seconds."""
-        return cache_dir() / "rabbitmq-4.0-root.tar.gz"
+        return cache_dir() / f"{self.kind}-root.tar.gz"
 
     def provisioned(self) -> bool:
         return (self.root / "usr/lib/rabbitmq/bin/rabbitmq-server").exists()
 
     def provision(self) -> None:
-        require_root("provisioning rabbitmq-4.0 (debootstrap, chroot)")
+        require_root(f"provisioning {self.kind} (debootstrap, chroot)")
         partial = self.root.with_name(self.root.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         if self.tarball.exists():
-            progress(f"unpacking the cached trixie root {self.tarball}")
+            progress(f"unpacking the cached {self.suite} root {self.tarball}")
             try:
                 run(["tar", "-xzf", str(self.tarball), "-C", str(partial)], timeout=600,
-                    what="unpacking the cached trixie root")
+                    what=f"unpacking the cached {self.suite} root")
             except ProvisionFailed:
                 progress("the cached tarball is unusable; building the root again")
                 self.tarball.unlink()
                 shutil.rmtree(partial, ignore_errors=True)
                 return self.provision()
         else:
-            apt_install(["debootstrap"], "provisioning rabbitmq-4.0")
+            apt_install(["debootstrap"], f"provisioning {self.kind}")
             mirror = debian_mirror()
-            progress(f"debootstrap trixie with rabbitmq-server from {mirror} (a few minutes, ~300 MB)")
-            run(["debootstrap", "--variant=minbase", "--include=rabbitmq-server", "trixie", str(partial), mirror],
-                timeout=1800, what="debootstrap of Debian trixie for rabbitmq-4.0")
+            progress(f"debootstrap {self.suite} with rabbitmq-server from {mirror} (a few minutes, ~300 MB)")
+            script = [self.script] if self.script else []
+            run(["debootstrap", "--variant=minbase", "--include=rabbitmq-server", self.suite, str(partial), mirror,
+                 *script], timeout=1800, what=f"debootstrap of Debian {self.suite} for {self.kind}")
             shutil.rmtree(partial / "var/cache/apt/archives", ignore_errors=True)
             (partial / "var/cache/apt/archives/partial").mkdir(parents=True, exist_ok=True)
+            hosts = partial / "etc/hosts"
+            if "localhost" not in (hosts.read_text() if hosts.exists() else ""):
+                hosts.write_text(HOSTS)          # without a localhost line the node cannot reach its own epmd
             progress(f"caching the root as {self.tarball}")
             tmp = self.tarball.with_suffix(".partial")
-            run(["tar", "-czf", str(tmp), "-C", str(partial), "."], timeout=900, what="packing the trixie root")
+            run(["tar", "-czf", str(tmp), "-C", str(partial), "."], timeout=900, what=f"packing the {self.suite} root")
             os.replace(tmp, self.tarball)
         if not (partial / "usr/lib/rabbitmq/bin/rabbitmq-server").exists():
-            raise ProvisionFailed("the trixie root has no rabbitmq-server; delete "
-                                  f"{self.tarball} and provision again")
+            raise ProvisionFailed(f"the {self.suite} root has no rabbitmq-server; delete {self.tarball} and "
+                                  "provision again")
         os.replace(partial, self.root)
 
     def _data_dirs(self, workdir: Path) -> tuple[Path, str]:
@@ -263,7 +272,7 @@ class RabbitMQ40(RabbitMQBase):
             "PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
 
     def _start(self, workdir: Path, port: int | None) -> NodeRecord:
-        require_root("starting rabbitmq-4.0 (it runs in a chroot)")
+        require_root(f"starting {self.kind} (it runs in a chroot)")
         with self._root_lock():            # claim a directory in the root, then make sure /proc is there
             self._data_dirs(workdir)
             self._mount_proc()
@@ -285,19 +294,19 @@ class RabbitMQ40(RabbitMQBase):
         if not name or any(name in line.split()[1:] for line in text.splitlines() if not line.startswith("#")):
             return
         if "localhost" not in text:
-            text = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" + text
+            text = HOSTS + text
         hosts.write_text(text.rstrip("\n") + f"\n127.0.0.1\t{name}\n")
 
     def _root_lock(self) -> FileLock:
         """Serialises claiming/releasing node directories and mounting/unmounting /proc across processes."""
-        return FileLock(str(cache_dir() / "rabbitmq-4.0-root.lock"), timeout=60)
+        return FileLock(str(cache_dir() / f"{self.kind}-root.lock"), timeout=60)
 
     def _mount_proc(self) -> None:
         proc = self.root / "proc"
         if not (proc / "self").exists():
             proc.mkdir(exist_ok=True)
             result = run(["mount", "-t", "proc", "proc", str(proc)], timeout=30, check=False,
-                         what="mounting /proc in the trixie root", error=BrokerStartFailed)
+                         what=f"mounting /proc in the {self.suite} root", error=BrokerStartFailed)
             if result.returncode != 0:
                 detail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
                 raise PermissionProblem(f"cannot mount /proc into {self.root} ({detail[0]}); run as root on a "
@@ -330,3 +339,20 @@ class RabbitMQ40(RabbitMQBase):
             if not in_use and (self.root / "proc/self").exists():
                 with contextlib.suppress(Exception):
                     subprocess.run(["umount", "-l", str(self.root / "proc")], capture_output=True, timeout=10)
+
+
+class RabbitMQ40(ChrootRabbitMQ):
+    kind = "rabbitmq-4.0"
+    description = "RabbitMQ 4.0.5 from Debian trixie (native AMQP 1.0), in a debootstrap root"
+    profile_name = "rabbitmq-4"
+    version = "4.0.5"
+    suite = "trixie"
+
+
+class RabbitMQ43(ChrootRabbitMQ):
+    kind = "rabbitmq-4.3"
+    description = "RabbitMQ 4.3 from Debian testing (forky, native AMQP 1.0), in a debootstrap root"
+    profile_name = "rabbitmq-4"
+    version = "4.3"
+    suite = "forky"
+    script = "/usr/share/debootstrap/scripts/sid"
