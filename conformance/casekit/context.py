@@ -245,9 +245,14 @@ class CaseContext:
 
     # -- after the case --------------------------------------------------------------------------------
 
-    def close(self) -> None:
+    def close(self, *, delete_queues: bool = True) -> None:
+        """Drop the case's connections and delete its queues. `delete_queues` False: a connection of the case
+        was cut or stalled (the case is `error`; on a broker that stopped answering each delete would wait a
+        frame timeout and more; the queues are left behind)."""
         for conn in self.connections:
             conn.peer.close()
+        if not delete_queues:
+            return
         for name in self._queues:
             with contextlib.suppress(Exception):
                 self.broker.delete_queue(name)

@@ -111,7 +111,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                 if result.verdict is not Verdict.UNSUPPORTED:
                     # after the case, before it drops its connections: were they cut or stalled?
                     broke = cut_or_stalled([c.peer for c in ctx.connections], options.frame_timeout)
-                ctx.close()
+                ctx.close(delete_queues=broke is None)
             if result.verdict is not Verdict.UNSUPPORTED:
                 ctx.judge()
                 _conclude(result, spec, ctx, outcome, error)

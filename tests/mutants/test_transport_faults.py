@@ -73,6 +73,26 @@ def test_a_broker_that_stops_answering_mid_case_is_error_within_the_frame_timeou
     assert options.frame_timeout <= result.duration_s < options.frame_timeout + 1.6, result.duration_s
 
 
+def test_the_queues_of_a_stalled_case_are_not_deleted(reference, monkeypatch):
+    """Deleting a case's queues on a broker that stopped answering cost a frame timeout and the 1-s probe per
+    queue (2.5.6/3 on a SIGSTOPped rabbitmq-4.0: 9.0 s at --frame-timeout 2); after a stall they are left."""
+    proxied = ProxiedBroker(reference, None, transport=Transport("stall", stall=True))
+    deleted = []
+    monkeypatch.setattr(proxied, "delete_queue", deleted.append)
+    try:
+        stalled = run_case(CASES["2.6.8/1"], proxied, OPTIONS)
+    finally:
+        proxied.stop_proxy()
+    assert stalled.verdict.value == "error" and deleted == [], (stalled.reason, deleted)
+    healthy = ProxiedBroker(reference, None)
+    monkeypatch.setattr(healthy, "delete_queue", deleted.append)
+    try:
+        run_case(CASES["2.6.8/1"], healthy, OPTIONS)
+    finally:
+        healthy.stop_proxy()
+    assert len(deleted) == 1, deleted
+
+
 def test_a_reset_is_a_tcp_reset(reference):
     from conformance.peer import ConnectionLost, Peer, Timeouts
     from conformance.peer.errors import RESET
