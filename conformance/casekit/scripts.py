@@ -126,6 +126,7 @@ class SessionScript:
         self.channel = channel
         self.broker_begin = broker_begin
         self.links: list[LinkScript] = []
+        self._barriers = 0                    # barrier links attached so far (each gets a new name)
 
     @property
     def state(self):
@@ -275,7 +276,7 @@ class SessionScript:
         if on_connection or queue is None or self.state.ended_by_remote is not None or self.state.ended_by_us:
             return self.connection.begin_end_barrier()
         handle = self._next_handle()          # free again once the barrier link is detached
-        self._barriers = getattr(self, "_barriers", 0) + 1
+        self._barriers += 1
         name = f"{self._link_name('barrier')}.{self._barriers}"    # a new name each time: a link's name is its identity
         if through_queue:
             attach = Attach(name=name, handle=handle, role=True, rcv_settle_mode=0,
