@@ -20,7 +20,7 @@ from ..wire import (
     Accepted, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Header, Rejected, SequenceNo, Source, Target,
     Transfer, decode_all, encode_message, serial_add, serial_diff,
 )
-from .findings import SubjectUnobservable
+from .findings import CaseHalted, SubjectUnobservable
 
 AUTO = object()   # "fill this field from tracked state"
 
@@ -499,30 +499,53 @@ class ReceiverScript(LinkScript):
             values["delivery_count"] = int(delivery_count) & 0xFFFFFFFF if delivery_count is not None else None
         self._mark = self.peer.mark()
         sent = self.peer.flow(self.session.channel, **values).body
-        if drain:
-            channel, handle = self.session.remote_channel, self.broker_handle
-            self.ctx.oblige("2.6.7/drain-advance", f"the drain of link {self.name}", self.connection, channel,
-                            lambda f: f.channel == channel and getattr(f.body, "handle", None) == handle and (
-                                isinstance(f.body, Detach) or (isinstance(f.body, Flow) and f.body.link_credit == 0)))
         base = sent.delivery_count if sent.delivery_count is not None else self.state.initial_delivery_count
-        return serial_add(int(base), link_credit)      # the delivery-limit this flow identifies
+        limit = serial_add(int(base), link_credit)      # the delivery-limit this flow identifies
+        if drain:
+            self.ctx.oblige("2.6.7/drain-advance", f"the drain of link {self.name}", self.connection,
+                            self.session.remote_channel, self._drain_answer(limit))
+        return limit
 
-    def _expect_transfer(self, requirement: str, count_so_far: int, wanted: int, timeout: float | None):
+    def _drain_answer(self, limit: int) -> Callable[[Any], bool]:
+        """What answers our drain up to `limit`: a flow for the link with link-credit 0, a detach of it, or
+        transfers that use the credit up (the drain rule: a drained flow is owed only when credit is left
+        after the sender sent what it had; 2.7.4 drain: "how the sender SHOULD behave when insufficient
+        messages are available to consume the current link-credit"; 2.6.7: "If the sender's drain flag is set
+        and there are no available messages, ..."). Called on the broker's later frames in transcript order:
+        it counts the messages it is shown from the receiver's delivery-count when the drain was sent."""
+        channel, handle = self.session.remote_channel, self.broker_handle
+        count = [int(self.state.delivery_count)]
+
+        def answers(f) -> bool:
+            body = f.body
+            if f.channel != channel or getattr(body, "handle", None) != handle:
+                return False
+            if isinstance(body, Transfer) and not body.more:
+                count[0] = serial_add(count[0], 1)
+                return serial_diff(count[0], limit) <= 0          # the delivery-count reached the limit
+            return isinstance(body, Detach) or (isinstance(body, Flow) and body.link_credit == 0)
+        return answers
+
+    def _next_transfer(self, timeout: float | None):
         """The next transfer on this link. One that is late: after the absence window, a barrier through the
         queue, then the window again (a broker that stopped answering: the frame timeout)."""
         def wait(t):
             return self.peer.expect(Transfer, channel=self.session.remote_channel, handle=self.broker_handle,
                                     timeout=t, unless=self._gone)
+        if timeout is not None:
+            return wait(timeout)
         try:
-            if timeout is not None:
-                return wait(timeout)
-            try:
-                return wait(self.session.absence_window())
-            except Precluded:
-                raise
-            except ExpectationTimeout:
-                pass
-            return self.session.answer_or_absence(wait, through_queue=True, queue=self.queue)
+            return wait(self.session.absence_window())
+        except Precluded:
+            raise
+        except ExpectationTimeout:
+            pass
+        return self.session.answer_or_absence(wait, through_queue=True, queue=self.queue)
+
+    def _expect_transfer(self, requirement: str, count_so_far: int, wanted: int, timeout: float | None):
+        """The next transfer on this link (`_next_transfer`); none: a finding on `requirement` (halts)."""
+        try:
+            return self._next_transfer(timeout)
         except (ExpectationTimeout, ConnectionLost) as exc:
             self.ctx.halt(requirement, f"expected {wanted} transfers, {count_so_far} arrived",
                           expected=f"{wanted} transfers", actual=_arrived_text(exc), conn=self.connection)
@@ -561,6 +584,50 @@ class ReceiverScript(LinkScript):
             want = ", ".join(f"{k.replace('_', '-')}={v}" for k, v in matchers.items())
             self.ctx.halt(requirement, f"no flow({want}) from the broker for this link",
                           expected=f"flow({want})", actual=_arrived_text(exc), conn=self.connection)
+
+    def expect_drain_completed(self, start: int, credit: int, *, messages: int, requirement: str) -> Flow | None:
+        """After flow(link-credit=`credit`, drain=true) at delivery-count `start` with at least `messages`
+        messages queued: the transfers the broker sends for it (up to min(messages, credit); fewer is a finding
+        on `requirement`, the case goes on), then the drain rule. Credit left after the transfers: the drained
+        flow is owed (2.6.7: "If the sender's drain flag is set and there are no available messages, the sender
+        MUST advance its delivery-count until link-credit is zero, and send its updated flow state"), its
+        absence a finding on 2.6.7/drain-advance (halts). Credit used up by the transfers: the drain is
+        complete (2.7.4 drain: "how the sender SHOULD behave when insufficient messages are available to
+        consume the current link-credit"); a flow after them is recorded (`drained_flow`), never owed, and
+        judged if it comes. Returns the broker's flow, or None."""
+        wanted = min(messages, credit)
+        got = 0
+        while got < wanted:
+            try:
+                frame = self._next_transfer(None)
+            except (ExpectationTimeout, ConnectionLost) as exc:
+                finding = self.ctx.add_finding(requirement, f"expected {wanted} transfers for the drain, {got} "
+                                               "arrived", expected=f"{wanted} transfers", actual=_arrived_text(exc),
+                                               conn=self.connection)
+                if isinstance(exc, (Precluded, ConnectionLost)):
+                    raise CaseHalted(finding) from None   # ended: the open drain obligation judges the rest
+                break
+            self.received.append(frame)
+            if not frame.body.more:
+                got += 1
+        if got < credit:
+            reply = self.expect_flow(requirement="2.6.7/drain-advance", link_credit=0)
+            self.require_after_transfers(reply, requirement="2.6.7/drain-advance")
+            self.require_delivery_count(reply, serial_add(int(start), credit), requirement="2.6.7/drain-advance",
+                                        why=f"{got} transfers plus {credit - got} unused credits advance the "
+                                            f"delivery-count by {credit}")
+            self.ctx.observe(drained_flow="owed: credit was left after the transfers")
+            return reply
+        reply = self.await_flow()
+        self.ctx.observe(drained_flow="sent after the transfers (not owed: they used the credit)" if reply is not None
+                         else "none: the transfers used the credit (the drain is complete without one)")
+        if reply is not None:
+            self.require_delivery_count(reply, serial_add(int(start), credit),
+                                        requirement="2.7.4/sender-delivery-count-set",
+                                        why=f"the flow after {got} transfers carries the current delivery-count")
+            self.require_credit(reply, 0, requirement="2.6.7/credit-decrease-on-send",
+                                why=f"{got} transfers used the credit of {credit}")
+        return reply
 
     def await_flow(self) -> Flow | None:
         """The broker's flow for this link after our last flow, or None (judges nothing: for a case that

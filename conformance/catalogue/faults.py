@@ -111,6 +111,9 @@ FAULTS: tuple[Fault, ...] = (
        no_delivery_id=True),
     _p("end-session-on-drain", "2.6.7/drain-advance", "a drain it cannot fill: all but one message, then "
        "end(error=amqp:internal-error) instead of the drained flow", end_session_on_drain=True),
+    _p("drain-leaves-credit", "2.6.7/drain-advance", "a drain answered with one message fewer than the credit "
+       "allows, though more are queued, then nothing: the last credit neither used nor advanced",
+       drain_leaves_credit=True),
     _p("omit-receiver-delivery-count", "2.7.4/receiver-delivery-count",
        "the flows granting a publisher credit lack delivery-count", omit_receiver_delivery_count=True),
     _p("lose-accepted", "3.2.1/durable-not-lost",

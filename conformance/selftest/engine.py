@@ -81,6 +81,8 @@ class Faults:
     end_session_on_drain: bool = False    # 2.6.7/drain-advance: a drain it cannot fill: all but one message, then
                                           # end(error=amqp:internal-error) instead of the drained flow (RabbitMQ 3.10)
     omit_receiver_delivery_count: bool = False  # 2.7.4/receiver-delivery-count: publisher flows lack delivery-count
+    drain_leaves_credit: bool = False     # 2.6.7/drain-advance: a drain answered with one message fewer than the
+                                          # credit allows (though it has them), then nothing: 1 credit left undrained
     lose_after: int = 0                   # accepts, then loses every transfer beyond the first N of a publisher link
 
 
@@ -107,6 +109,9 @@ class BrokerConfig:
     # Not a fault either: a queue at its length limit rejects the transfers beyond it (RabbitMQ's reject-publish
     # overflow) instead of withholding the publisher's credit.
     reject_on_overflow: bool = False
+    # Not a fault: False sends no flow after a drain whose credit the transfers used up (Artemis, qpid-proton-c);
+    # the transfers carry the new delivery-count, and a drained flow is owed only when credit is left (2.6.7).
+    drained_flow_after_transfers: bool = True
 
 
 @dataclass
@@ -126,6 +131,7 @@ class OutgoingLink:
     settled: bool = False
     next_tag: int = 0
     was_stopped: bool = False     # the last flow granted no credit (the stopped-link-stays-stopped fault)
+    held: int = 0                 # credits the broker leaves unused (the drain-leaves-credit fault)
 
     @property
     def handle(self) -> int:
@@ -479,6 +485,7 @@ class BrokerConnection:
         elif self.faults.stale_count_as_credit:
             b.link_credit = credit
         link.drain = bool(flow.drain)
+        link.held = 1 if self.faults.drain_leaves_credit and link.drain else 0
         if self.faults.drop_resume and credit > 0 and link.was_stopped:
             b.link_credit = 0
         link.was_stopped = credit == 0
@@ -496,9 +503,13 @@ class BrokerConnection:
             link_credit=max(link.books.link_credit, 0), available=len(q.messages), drain=link.drain), s.channel)
 
     def _finish_drain(self, s: Session, link: OutgoingLink) -> bool:
-        if not link.drain or self.faults.ignore_drain:
+        """The drained flow (True: sent). None when the transfers used the credit up and the broker is one that
+        sends no flow then (`BrokerConfig.drained_flow_after_transfers`)."""
+        if not link.drain or self.faults.ignore_drain or link.held:
             return False
         b = link.books
+        if b.link_credit <= 0 and not self.cfg.drained_flow_after_transfers:
+            return False
         if b.link_credit > 0 and not self.faults.drain_without_advance:
             b.delivery_count = serial_add(b.delivery_count, b.link_credit)
             b.link_credit = 0
@@ -520,7 +531,7 @@ class BrokerConnection:
             window_ok = (s.books.remote_incoming_window or 0) > 0 or self.faults.ignore_incoming_window
             if not window_ok:
                 break
-            beyond = link.books.link_credit <= 0
+            beyond = link.books.link_credit <= link.held
             if beyond:
                 if extra <= 0:
                     break

@@ -119,3 +119,35 @@ def test_messages_a_case_loses_track_of_are_not_counted_lost():
     no-send-without-credit only, never on 3.2.1/durable-not-lost."""
     result = run("2.5.6/4", Faults(extra_transfers=1))
     assert "3.2.1/durable-not-lost" not in requirements_found(result), result.reason
+
+
+def _drain_obligation(frames):
+    """The drain obligation of a flow(link-credit=2, drain=true) at delivery-count 0xfffffffe on the broker's
+    channel 0, handle 0, scanned over the broker's `frames` that followed it (a session end with an error last)."""
+    from types import SimpleNamespace
+
+    from conformance.casekit.context import _ended_while_open
+    from conformance.casekit.findings import Obligation
+    from conformance.casekit.scripts import ReceiverScript
+    from conformance.peer.transcript import Entry
+    from conformance.wire import End, Error, Frame, Symbol
+
+    link = SimpleNamespace(session=SimpleNamespace(remote_channel=0), broker_handle=0,
+                           state=SimpleNamespace(delivery_count=0xFFFFFFFE))
+    answers = ReceiverScript._drain_answer(link, 0)               # limit 0xfffffffe + 2, across the wrap
+    end = Frame(0, End(error=Error(condition=Symbol("amqp:internal-error"))))
+    entries = [Entry(i + 1, 0.0, "in", f, b"") for i, f in enumerate([*frames, end])]
+    conn = SimpleNamespace(peer=SimpleNamespace(transcript=SimpleNamespace(snapshot=lambda: entries)))
+    return _ended_while_open(Obligation("2.6.7/drain-advance", "the drain", conn, 0, answers, 0))
+
+
+def test_transfers_that_use_the_drained_credit_answer_the_drain_obligation():
+    """A drained flow is owed only when credit is left: a session ended after transfers that used the credit
+    up leaves no drain open; ended after fewer, it breaks the obligation."""
+    from conformance.wire import Frame, Transfer
+
+    def transfer(more=False):
+        return Frame(0, Transfer(handle=0, delivery_id=1, delivery_tag=b"t", more=more))
+    assert _drain_obligation([transfer(), transfer()]) is None
+    assert _drain_obligation([transfer(), transfer(more=True)]) is not None     # the second message unfinished
+    assert _drain_obligation([transfer()]) is not None
