@@ -40,6 +40,8 @@ class CaseSpec:
     subject: tuple[str, ...] = ()     # the requirement(s) the case exists to judge
     own_node: bool = False            # node-wide state (alarms, queue limits): on a node of its own when the run
                                       # has one (a managed broker's second node), else on the broker itself
+    deliberate: tuple[str, ...] = ()  # requirements our own frames break on purpose: the case's subject is the
+                                      # broker's answer to that error (tests/cases/test_own_frames.py)
 
     @property
     def section(self) -> str:
@@ -73,11 +75,14 @@ REGISTRY: dict[str, CaseSpec] = {}
 
 
 def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subject: list[str] | tuple[str, ...] = (),
-         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False, own_node: bool = False):
+         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False, own_node: bool = False,
+         deliberate: list[str] | tuple[str, ...] = ()):
     """Register a conformance case. The decorated function takes a CaseContext. `subject` defaults to the
     first requirement; the subject must be among `requirements`. `needs`: profile hooks (checked before
     anything else: unsupported without them); `exclusive`: nothing runs beside it on its broker (implies
-    `own_node`); `own_node`: runs on the run's second node of a managed broker, away from the other cases."""
+    `own_node`); `own_node`: runs on the run's second node of a managed broker, away from the other cases;
+    `deliberate`: the MUST/SHOULD requirements our own frames break on purpose (the subject is the broker's
+    answer to that error); our frames break nothing else."""
     if not CASE_ID.match(id):
         raise ValueError(f"case id {id!r} must look like <section>/<n>, e.g. 2.6.8/1")
     subject = tuple(subject) or tuple(requirements[:1])
@@ -90,8 +95,10 @@ def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subj
         missing = [r for r in subject if r not in requirements]
         if missing:
             raise ValueError(f"case {id}: subject {missing} is not among its requirements")
+        for r in deliberate:
+            catalogue.get(r)
         REGISTRY[id] = CaseSpec(id, title, tuple(requirements), func, figure, expectation, tuple(needs),
-                                exclusive, func.__module__, subject, own_node or exclusive)
+                                exclusive, func.__module__, subject, own_node or exclusive, tuple(deliberate))
         return func
 
     return register

@@ -6,6 +6,7 @@ from ..peer import summarize
 
 @case("2.5.4/1", "After a session error the broker discards frames until our end",
       ["2.5.4/session-error-end", "2.7.4/unattached-handle"], subject=["2.5.4/session-error-end"],
+      deliberate=["2.7.4/unattached-handle"],     # the session error it needs: a flow on an unattached handle
       expectation="provoke a session error (flow on an unattached handle) -> end(error); then send flow(echo=true) "
                   "on that session -> nothing comes back; our end completes it and a new session works")
 def session_error_discards(ctx):

@@ -4,7 +4,7 @@ from ..casekit import case
 
 
 @case("2.7.2/1", "Attach with a handle above the broker's handle-max: connection closed with framing-error",
-      ["2.7.2/handle-max"],
+      ["2.7.2/handle-max"], deliberate=["2.7.2/handle-max"],
       expectation="attach(handle = handle-max + 1) -> close(error=amqp:connection:framing-error)")
 def handle_above_handle_max(ctx):
     """A peer that receives a handle outside the supported range MUST close the connection with framing-error."""
