@@ -60,6 +60,8 @@ def _cmd_list(args) -> int:
         print(f"  {req.id:<44} {req.level:<11} cases: {covered}")
         if args.verbose:
             print(f"      “{req.text}”")
+            if req.unobservable_because:
+                print(f"      not observable: {req.unobservable_because}")
     return 0
 
 

@@ -23,6 +23,7 @@ class Requirement:
     observable: bool
     obligation: bool = False     # a request the broker must answer: ending the session/connection with an
                                  # error while it is open breaks the requirement
+    unobservable_because: str = ""   # observable false: why no frame of the broker's can show it kept
 
     @property
     def part(self) -> str:
@@ -45,7 +46,10 @@ def load() -> dict[str, Requirement]:
     out: dict[str, Requirement] = {}
     for row in data["requirement"]:
         req = Requirement(row["id"], row["section"], row["level"], row["text"], bool(row["observable"]),
-                          bool(row.get("obligation", False)))
+                          bool(row.get("obligation", False)), str(row.get("unobservable_because", "")).strip())
+        if req.observable == bool(req.unobservable_because):
+            raise ValueError(f"requirement {req.id}: unobservable_because is required when observable is false, "
+                             "and only then")
         if req.level not in LEVELS:
             raise ValueError(f"requirement {req.id}: unknown level {req.level!r}")
         if req.id in out:

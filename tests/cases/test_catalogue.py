@@ -26,6 +26,20 @@ def test_every_observable_must_has_a_case():
     assert not missing, f"observable MUST requirements without a case: {missing}"
 
 
+def test_every_must_is_judged_by_a_case_or_says_why_it_cannot_be_seen():
+    """Issue #20: every catalogue MUST is cited or declared by at least one case (its own requirements or the
+    model's, which judges every exchange), or carries the reason no frame of the broker's can show it."""
+    covered = {rid for case in load_all().values() for rid in case.judged}
+    for r in catalogue.load().values():
+        if r.level != "MUST":
+            continue
+        if r.observable:
+            assert r.id in covered, f"{r.id}: observable, but no case judges it"
+        else:
+            assert len(r.unobservable_because) > 40, f"{r.id}: not observable, and the catalogue does not say why"
+            assert r.id not in covered, f"{r.id}: marked not observable, yet a case judges it"
+
+
 def test_case_ids_follow_their_section_and_module():
     for case in load_all().values():
         assert re.fullmatch(r"\d+(\.\d+)+/\d+", case.id)
