@@ -607,6 +607,7 @@ class ReceiverScript(LinkScript):
         judged if it comes. Returns the broker's flow, or None."""
         wanted = min(messages, credit)
         got = 0
+        after = self._mark                # the broker's flows from here on; once credit is used up, after the last transfer
         while got < wanted:
             try:
                 frame = self._next_transfer(None)
@@ -618,6 +619,7 @@ class ReceiverScript(LinkScript):
                     raise CaseHalted(finding) from None   # ended: the open drain obligation judges the rest
                 break
             self.received.append(frame)
+            after = self._position(frame.body) + 1
             if not frame.body.more:
                 got += 1
         if got < credit:
@@ -628,7 +630,7 @@ class ReceiverScript(LinkScript):
                                             f"delivery-count by {credit}")
             self.ctx.observe(drained_flow="owed: credit was left after the transfers")
             return reply
-        reply = self.await_flow()
+        reply = self.await_flow(after=after)    # a flow sent before the transfers (RabbitMQ 3.10's) is not this one
         self.ctx.observe(drained_flow="sent after the transfers (not owed: they used the credit)" if reply is not None
                          else "none: the transfers used the credit (the drain is complete without one)")
         if reply is not None:
@@ -639,19 +641,21 @@ class ReceiverScript(LinkScript):
                                 why=f"{got} transfers used the credit of {credit}")
         return reply
 
-    def await_flow(self) -> Flow | None:
-        """The broker's flow for this link after our last flow, or None (judges nothing: for a case that
-        uses an optional answer, e.g. to echo, only as a means)."""
+    def await_flow(self, *, after: int | None = None) -> Flow | None:
+        """The broker's flow for this link after our last flow (or after the arrival position `after`), or None
+        (judges nothing: for a case that uses an optional answer, e.g. to echo, only as a means)."""
         try:
-            return self._answer().body
+            return self._answer(after=after).body
         except (ExpectationTimeout, ConnectionLost):
             return None
 
-    def _answer(self, **matchers):
-        """The broker's flow for this link after our last flow: at once if here, else after a barrier through
-        the queue and the absence window (the frame timeout only for a broker that answers nothing)."""
+    def _answer(self, *, after: int | None = None, **matchers):
+        """The broker's flow for this link after our last flow (or `after`): at once if here, else after a
+        barrier through the queue and the absence window (the frame timeout only for a broker that answers
+        nothing)."""
+        after = self._mark if after is None else after
         return self.session.answer_or_absence(lambda timeout: self.peer.expect(
-            Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=self._mark, timeout=timeout,
+            Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=after, timeout=timeout,
             unless=self._gone, **matchers), on_connection=True)
 
     def _position(self, body) -> int:

@@ -112,6 +112,9 @@ class BrokerConfig:
     # Not a fault: False sends no flow after a drain whose credit the transfers used up (Artemis, qpid-proton-c);
     # the transfers carry the new delivery-count, and a drained flow is owed only when credit is left (2.6.7).
     drained_flow_after_transfers: bool = True
+    # Not a fault: True answers a drain with its link state (drain=true, the credit it has) before the transfers
+    # for it, as RabbitMQ 3.10 does; that flow is not the one after the transfers.
+    flow_before_drain_transfers: bool = False
 
 
 @dataclass
@@ -489,6 +492,8 @@ class BrokerConnection:
         if self.faults.drop_resume and credit > 0 and link.was_stopped:
             b.link_credit = 0
         link.was_stopped = credit == 0
+        if link.drain and self.cfg.flow_before_drain_transfers:
+            self._send_link_state(s, link)
         self._pump_link(s, link)
         answered = self._finish_drain(s, link)
         if flow.echo and not answered and not self.faults.ignore_echo:
