@@ -164,18 +164,17 @@ class SessionScript:
     def attach_receiver(self, queue: str, *, snd_settle_mode: int | None = None,
                         pipelined_flow: dict | list[dict] | None = None,
                         require_initial_delivery_count: bool = True, **fields) -> "ReceiverScript":
-        """A receiving link. `pipelined_flow`: flow(s) for the link sent right after the attach, before the
-        broker's attach is awaited; each carries delivery-count only if the broker's attach had been seen
-        when it was sent (2.7.4: "In the event that the receiving link endpoint has not yet seen the initial
-        attach frame from the sender this field MUST NOT be set"; once seen, it MUST be set)."""
+        """A receiving link. `pipelined_flow`: flow(s) for the link written with the attach in one write, so
+        before the broker's attach can have been seen: without delivery-count (2.7.4: "In the event that the
+        receiving link endpoint has not yet seen the initial attach frame from the sender this field MUST NOT
+        be set")."""
         handle = self._next_handle()
         name = self._link_name("receiver")
-        self.peer.send(Attach(name=name, handle=handle, role=True, snd_settle_mode=snd_settle_mode,
-                              rcv_settle_mode=0, source=Source(address=self.ctx.address(queue, "source")),
-                              target=Target(), **fields), self.channel)
+        attach = Attach(name=name, handle=handle, role=True, snd_settle_mode=snd_settle_mode, rcv_settle_mode=0,
+                        source=Source(address=self.ctx.address(queue, "source")), target=Target(), **fields)
         flows = [pipelined_flow] if isinstance(pipelined_flow, dict) else list(pipelined_flow or ())
-        for flow in flows:
-            self.peer.flow(self.channel, handle=handle, **flow)   # delivery-count from tracked state, if known
+        self.peer.send_together([(attach, self.channel)] + [
+            (Flow(**self.state.session_fields(), handle=handle, **flow), self.channel) for flow in flows])
         link = ReceiverScript(self, queue, name, handle)
         link._await_attach()
         if require_initial_delivery_count and link.broker_attach.initial_delivery_count is None:
@@ -474,11 +473,6 @@ class LinkScript:
     def delivery_count(self):
         return SequenceNo(self.state.delivery_count)
 
-    def sent_flows(self) -> list[Flow]:
-        """The flows our peer sent for this link, in order."""
-        return [e.item.body for e in self.peer.transcript.snapshot() if e.direction == "out"
-                and isinstance(getattr(e.item, "body", None), Flow) and e.item.channel == self.session.channel
-                and e.item.body.handle == self.handle]
 
     def require_credit(self, flow: Flow, expected: int, *, requirement: str, why: str) -> None:
         got = flow.link_credit

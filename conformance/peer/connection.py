@@ -17,7 +17,7 @@ import ssl
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..run.options import DEFAULTS
 from ..wire import (
@@ -150,6 +150,25 @@ class Peer(Expectations):
         self._write(raw, frame)
         return frame
 
+    def send_together(self, frames: list[tuple[Any, int]]) -> list[Frame]:
+        """Send (body, channel) frames in one write, recorded in order: nothing the other side sends can come
+        between them in the transcript (e.g. a flow pipelined with its attach, sent before the answer to the
+        attach could have been seen)."""
+        built = []
+        for body, channel in frames:
+            raw = encode_frame(body, channel, b"", AMQP_FRAME)
+            built.append(Frame(channel, body, b"", AMQP_FRAME, raw=raw))
+        with self._cond:
+            for frame in built:
+                self.state.observe_out(frame)
+                self._inbound.sent(frame.body)
+
+        def record():
+            for frame in built:
+                self.transcript.add("out", frame, frame.raw)
+        self._write(b"".join(f.raw for f in built), built[0], record=record)
+        return built
+
     def send_raw(self, data: bytes, note: str = "raw bytes") -> None:
         """Send bytes verbatim (recorded as raw bytes; not tracked in the session state)."""
         self._write(bytes(data), bytes(data), note=note)
@@ -161,9 +180,10 @@ class Peer(Expectations):
             if len(header) == 8 and header[:4] == b"AMQP" else header
         self._write(header, item)
 
-    def _write(self, raw: bytes, item: Any, *, auto: bool = False, note: str = "") -> None:
+    def _write(self, raw: bytes, item: Any, *, auto: bool = False, note: str = "",
+               record: Callable[[], None] | None = None) -> None:
         try:
-            self.transport.write(raw, lambda: self.transcript.add("out", item, raw, auto=auto, note=note))
+            self.transport.write(raw, record or (lambda: self.transcript.add("out", item, raw, auto=auto, note=note)))
         except OSError as exc:
             what = "bytes" if isinstance(item, bytes) else summarize(item)
             how = self.ending or (RESET if isinstance(exc, ConnectionResetError) else FIN

@@ -198,3 +198,28 @@ def test_amqps_with_an_unknown_ca_fails_clearly(scripted_broker, self_signed):
         script2.join()
     finally:
         client.disconnect()
+
+
+def test_send_together_writes_its_frames_in_one_write_and_records_them_in_order(scripted_broker, connect):
+    """A flow pipelined with its attach (2.6.7/6, 2.7.4/4): nothing of the broker's can be recorded between."""
+    def broker(peer):
+        peer.server_handshake()
+        theirs = peer.expect(Begin)
+        peer.begin(0, remote_channel=theirs.channel, next_outgoing_id=0, incoming_window=400, outgoing_window=9)
+        attach = peer.expect(Attach)
+        peer.attach_sender("r", "q", handle=0, initial_delivery_count=5, source=attach.body.source)
+        return [peer.expect(Flow).body for _ in range(2)]
+
+    url, script = scripted_broker(broker)
+    client = connect(url)
+    client.handshake(sasl=None)
+    client.begin(0, incoming_window=50, outgoing_window=60)
+    client.expect(Begin)
+    fields = dict(next_incoming_id=0, incoming_window=50, next_outgoing_id=0, outgoing_window=60, handle=0)
+    sent = client.send_together([(Attach(name="r", handle=0, role=True), 0), (Flow(link_credit=2, **fields), 0),
+                                 (Flow(link_credit=5, **fields), 0)])
+    client.expect(Attach)
+    flows = script.join()
+    assert [f.link_credit for f in flows] == [2, 5] and all(f.delivery_count is None for f in flows)
+    out = [e for e in client.transcript.snapshot() if e.direction == "out"][-3:]
+    assert [e.item for e in out] == sent and client.state.sessions[0].links[0].initial_delivery_count == 5
