@@ -473,7 +473,6 @@ class LinkScript:
     def delivery_count(self):
         return SequenceNo(self.state.delivery_count)
 
-
     def require_credit(self, flow: Flow, expected: int, *, requirement: str, why: str) -> None:
         got = flow.link_credit
         self.ctx.require(got is not None and int(got) == expected, requirement,
@@ -601,7 +600,7 @@ class ReceiverScript(LinkScript):
         judged if it comes. Returns the broker's flow, or None."""
         wanted = min(messages, credit)
         got = 0
-        after = self._mark                # the broker's flows from here on; once credit is used up, after the last transfer
+        after = self._mark          # the broker's flows from here on; once the credit is used, after the last transfer
         while got < wanted:
             try:
                 frame = self._next_transfer(None)

@@ -123,9 +123,10 @@ def stale_delivery_count(ctx):
 def unspecified_delivery_count(ctx):
     """A flow without delivery-count means delivery-count(rcv) = the initial delivery-count from the attach
     (2.6.7), and our flows may omit it only while we have not seen the broker's attach (2.7.4: "this field
-    MUST NOT be set" before, "MUST be set to the last known value" after). So both flows go out with the attach
-    in one write (nothing of the broker's can have been seen before them). A broker that sent the 2 transfers for the first before it processed the second must
-    count them against initial + 5 (3 more, not 5); one that processed both first sends 5 either way."""
+    MUST NOT be set" before, "MUST be set to the last known value" after). So both flows go out with the
+    attach in one write (nothing of the broker's can have been seen before them). A broker that sent the 2
+    transfers for the first before it processed the second must count them against initial + 5 (3 more, not
+    5); one that processed both first sends 5 either way."""
     queue = ctx.queue(preload=20)
     link = ctx.session().attach_receiver(queue, pipelined_flow=[{"link_credit": 2}, {"link_credit": 5}])
     link.expect_transfers(5, requirement="2.6.7/unknown-delivery-count")
