@@ -85,7 +85,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
         return result
     try:
         with broker_lock(broker.lock_key, spec.exclusive):
-            ctx = CaseContext(spec, broker, options)
+            ctx = _context_class(spec)(spec, broker, options)
             try:
                 for hook in spec.needs:
                     ctx.need_hook(hook)
@@ -138,6 +138,15 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
             if not broker.alive():
                 result.broker_log_tail = broker.log_tail(40)
     return result
+
+
+def _context_class(spec: CaseSpec):
+    """A broker case's CaseContext, or a client case's (the suite plays the broker: casekit/client.py)."""
+    if spec.kind == "client":
+        from .client import ClientCaseContext
+        return ClientCaseContext
+    from .context import CaseContext
+    return CaseContext
 
 
 def _no_verdict(result: CaseResult, why: str, kept_as: str) -> None:
