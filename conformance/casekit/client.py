@@ -26,6 +26,7 @@ from ..model import transcript_violations
 from ..peer import PeerServer, summarize
 from ..peer.errors import PeerError
 from ..wire import AmqpValue, Attach, Begin, Close, Detach, Disposition, End, Flow, Transfer, encode_message
+from ..wire.serial import serial_add, serial_diff
 from .context import CaseContext
 from .findings import Source
 
@@ -143,6 +144,18 @@ class ClientConnection:
 
     def expect_flow(self, link: ClientLink, *, timeout: float | None = None, **fields):
         return self.expect(Flow, timeout=timeout, handle=link.client_handle, **fields)
+
+    def drained(self, link: ClientLink, request=None, *, drain: bool = True):
+        """As the sender: nothing to send, so advance delivery-count to the client's limit (its latest flow,
+        or `request`) and send flow(link-credit=0), as 2.6.7 asks of a drained sender."""
+        flow = request.body if request is not None else link.state.remote_flow
+        dc = link.delivery_count
+        if flow is not None and flow.link_credit is not None:
+            base = flow.delivery_count if flow.delivery_count is not None else dc
+            limit = serial_add(int(base), int(flow.link_credit))
+            if serial_diff(dc, limit) > 0:
+                dc = limit
+        return self.flow(link, delivery_count=dc, link_credit=0, drain=drain)
 
     def end(self, link: ClientLink, error: Any = None):
         return self.peer.end(link.channel, error=error)

@@ -40,7 +40,9 @@ class Pending:
         self._answer: dict | None = None
 
     def done(self) -> bool:
-        return self._answer is not None or self.driver._take(self.id, 0) is not None
+        if self._answer is None:
+            self._answer = self.driver._take(self.id, 0)
+        return self._answer is not None
 
     def result(self, timeout: float) -> dict:
         """The driver's answer (a dict with `ok`, and `error` or what the application saw)."""
