@@ -24,7 +24,7 @@ from typing import Any
 from ..clients.driver import DriverError
 from ..model import transcript_violations
 from ..peer import PeerServer, summarize
-from ..peer.errors import PeerError
+from ..peer.errors import PeerError, UnexpectedFrame
 from ..wire import AmqpValue, Attach, Begin, Close, Detach, Disposition, End, Flow, Transfer, encode_message
 from ..wire.serial import serial_add, serial_diff
 from .context import CaseContext
@@ -72,12 +72,14 @@ class ClientConnection:
         self.sessions[frame.channel] = channel
         self.peer.begin(channel, remote_channel=frame.channel, **self.ctx.begin_fields)
 
-    def expect(self, kinds, *, timeout: float | None = None, **fields):
-        """The next frame of `kinds` from the client (fields as `Peer.expect`), answering begins on the way."""
+    def expect(self, kinds, *, timeout: float | None = None, where=None, **fields):
+        """The next frame of `kinds` from the client (fields and `where` as `Peer.expect`), answering begins on
+        the way."""
         kinds = kinds if isinstance(kinds, tuple) else (kinds,)
         while True:
             frame = self.peer.expect((Begin, *kinds) if Begin not in kinds else kinds, timeout=timeout,
-                                     where=lambda f: isinstance(f.body, Begin) or _fields_match(f, fields))
+                                     where=lambda f: isinstance(f.body, Begin) or (
+                                         _fields_match(f, fields) and (where is None or where(f))))
             if isinstance(frame.body, Begin) and Begin not in kinds:
                 self._answer_begin(frame)
                 continue
@@ -85,6 +87,16 @@ class ClientConnection:
 
     def expect_nothing(self, kinds=None, *, quiet: float | None = None, **fields) -> list:
         return self.peer.expect_nothing(kinds, quiet=quiet, **fields)
+
+    def settle_down(self, kinds=Flow, rounds: int = 10) -> None:
+        """Wait until the client has sent no frame of `kinds` for a quiet period (at most `rounds` periods)."""
+        for _ in range(rounds):
+            mark = self.peer.mark()
+            try:
+                self.peer.expect_nothing(kinds, after=mark)
+                return
+            except UnexpectedFrame:
+                continue
 
     def serve_until(self, pending, extra: float = 0.0) -> dict:
         """Answer the client's begins until the application's command `pending` is answered."""
@@ -141,6 +153,15 @@ class ClientConnection:
         if settle:
             self.settle(frame, link.channel)
         return frame
+
+    def take_transfers(self, link: ClientLink, *, settle: bool = True) -> list:
+        """Every transfer of the link already received and not yet taken (settled as they are taken)."""
+        taken = []
+        while True:
+            try:
+                taken.append(self.expect_transfer(link, settle=settle, timeout=0))
+            except PeerError:
+                return taken
 
     def expect_flow(self, link: ClientLink, *, timeout: float | None = None, **fields):
         return self.expect(Flow, timeout=timeout, handle=link.client_handle, **fields)
