@@ -68,16 +68,25 @@ class ClientConnection:
         return self.sessions[client_channel]
 
     def _answer_begin(self, frame) -> None:
+        """Our begin; the client's frames that came on its channel before it (a library pipelines begin,
+        attach and flow) are then given to the session bookkeeping, which could not place them earlier."""
         channel = len(self.sessions)
         self.sessions[frame.channel] = channel
-        self.peer.begin(channel, remote_channel=frame.channel, **self.ctx.begin_fields)
+        peer = self.peer
+        with peer._cond:            # nothing is observed between our begin and the replay (the lock is re-entrant)
+            arrived = list(peer.arrived)
+            peer.begin(channel, remote_channel=frame.channel, **self.ctx.begin_fields)
+            start = next((i for i, f in enumerate(arrived) if f is frame), len(arrived))
+            for early in arrived[start + 1:]:
+                if getattr(early, "channel", None) == frame.channel and getattr(early, "body", None) is not None:
+                    peer.state.observe_in(early)
 
-    def expect(self, kinds, *, timeout: float | None = None, where=None, **fields):
+    def expect(self, kinds, *, timeout: float | None = None, where=None, after: int | None = None, **fields):
         """The next frame of `kinds` from the client (fields and `where` as `Peer.expect`), answering begins on
         the way."""
         kinds = kinds if isinstance(kinds, tuple) else (kinds,)
         while True:
-            frame = self.peer.expect((Begin, *kinds) if Begin not in kinds else kinds, timeout=timeout,
+            frame = self.peer.expect((Begin, *kinds) if Begin not in kinds else kinds, timeout=timeout, after=after,
                                      where=lambda f: isinstance(f.body, Begin) or (
                                          _fields_match(f, fields) and (where is None or where(f))))
             if isinstance(frame.body, Begin) and Begin not in kinds:
@@ -130,6 +139,7 @@ class ClientConnection:
                 values["initial_delivery_count"] = initial_delivery_count
             values.update(fields)
             self.peer.send(Attach(**values), channel)
+        link.attached_at = self.peer.mark()       # frames from here on came after our attach was sent
         return link
 
     def flow(self, link: ClientLink | None = None, channel: int = 0, **fields):
@@ -163,8 +173,8 @@ class ClientConnection:
             except PeerError:
                 return taken
 
-    def expect_flow(self, link: ClientLink, *, timeout: float | None = None, **fields):
-        return self.expect(Flow, timeout=timeout, handle=link.client_handle, **fields)
+    def expect_flow(self, link: ClientLink, *, timeout: float | None = None, after: int | None = None, **fields):
+        return self.expect(Flow, timeout=timeout, after=after, handle=link.client_handle, **fields)
 
     def drained(self, link: ClientLink, request=None, *, drain: bool = True):
         """As the sender: nothing to send, so advance delivery-count to the client's limit (its latest flow,
@@ -180,6 +190,10 @@ class ClientConnection:
 
     def end(self, link: ClientLink, error: Any = None):
         return self.peer.end(link.channel, error=error)
+
+    def arrived_index(self, frame) -> int:
+        """The position of a client frame among everything that arrived (comparable with `peer.mark()`)."""
+        return next((i for i, f in enumerate(self.peer.arrived) if f is frame), -1)
 
     def client_frames(self, kind=None) -> list:
         return self.peer.received(kind)
