@@ -186,7 +186,10 @@ class ClientConnection:
             limit = serial_add(int(base), int(flow.link_credit))
             if serial_diff(dc, limit) > 0:
                 dc = limit
-        return self.flow(link, delivery_count=dc, link_credit=0, drain=drain)
+        sent = self.flow(link, delivery_count=dc, link_credit=0, drain=drain)
+        state = link.state                      # our sender's count moved without a transfer: the books say so
+        state.delivery_count, state.link_credit = dc, 0
+        return sent
 
     def end(self, link: ClientLink, error: Any = None):
         return self.peer.end(link.channel, error=error)

@@ -20,26 +20,26 @@ def client_session_window(ctx):
     ctx.answer(opened)
     sending = ctx.app("send", count=5, timeout_ms=4000)
     conn.flow(link, link_credit=10)
-    rounds = 0
-    while link.state.messages < 5 and rounds < 5:
+    taken, rounds = 0, 0
+    while taken < 5 and rounds < 5:
         rounds += 1
-        before = link.state.messages
-        for _ in range(min(2, 5 - before)):
+        for _ in range(min(2, 5 - taken)):
             conn.expect_transfer(link)
-        if link.state.messages < 5:
+            taken += 1
+        if taken < 5:
             try:
                 conn.expect_nothing(Transfer, handle=link.client_handle)
-            except UnexpectedFrame:
+            except UnexpectedFrame as extra:
                 ctx.finding("2.5.6/remote-incoming-window-decrement", "the client sent a transfer beyond our "
-                            "session incoming-window", conn, conn.client_frames(Transfer)[-1],
+                            "session incoming-window", conn, extra.frame,
                             expected="no transfer until our next flow", actual="a transfer")
                 break
             conn.flow(channel=link.channel, incoming_window=2)
-    conn.take_transfers(link)
-    while link.state.messages < 5:
+    taken += len(conn.take_transfers(link))
+    while taken < 5:
         conn.flow(channel=link.channel, incoming_window=5)
         conn.expect_transfer(link)
-        conn.take_transfers(link)
+        taken += 1 + len(conn.take_transfers(link))
     answer = ctx.answer(sending, 4.0)
     ctx.observe(application=answer)
     return ctx.passed("the client sent at most 2 transfers per window")
