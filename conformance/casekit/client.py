@@ -221,6 +221,12 @@ class ClientCaseContext(CaseContext):
         self._driver_failed = False
         self._closed_by_app = False
 
+    def answer_window(self) -> float:
+        """How long the scripted broker waits for an answer a correct client sends at once (echo, a drained
+        flow, the end for an unattached handle): two quiet periods, at least 1 s, at most --frame-timeout. The
+        client is a local process on loopback; its silence past this is the finding."""
+        return min(self.options.frame_timeout, max(1.0, 2 * self.options.quiet_period))
+
     # -- the application (the driver) --------------------------------------------------------------------
 
     @property

@@ -28,7 +28,7 @@ def client_get_timeout_drained(ctx):
     grant = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     drained_seen = False
     try:
-        drain = conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.options.frame_timeout)
+        drain = conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
         drained_seen = True
         conn.drained(link, drain)
     except ExpectationTimeout:
@@ -42,7 +42,8 @@ def client_get_timeout_drained(ctx):
     expected_dc = link.delivery_count         # ours, after the drained flow
     again = ctx.app("receive", timeout_ms=TIMEOUT_MS * 3)
     try:
-        nxt = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
+        nxt = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0,
+                               timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
     except ExpectationTimeout:
         nxt = None
     if nxt is not None:
@@ -74,7 +75,7 @@ def client_get_timeout_message_at_drain(ctx):
     got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
     conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     try:
-        conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.options.frame_timeout)
+        conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
         drained = True
     except ExpectationTimeout:
         drained = False
@@ -107,7 +108,7 @@ def client_session_ended_during_drain(ctx):
     got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
     conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     try:
-        conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.options.frame_timeout)
+        conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
         drained = True
     except ExpectationTimeout:
         drained = False
@@ -119,7 +120,7 @@ def client_session_ended_during_drain(ctx):
                         "session", expected="an error or a timeout for the application", actual=str(exc), conn=conn)
         raise
     try:
-        conn.expect(End, timeout=ctx.options.frame_timeout)
+        conn.expect(End, timeout=ctx.answer_window())
         ended = True
     except PeerError:
         ended = False

@@ -54,10 +54,10 @@ def client_sender_echo(ctx):
     ctx.answer(opened)
     conn.flow(link, link_credit=3, echo=True)
     try:
-        conn.expect_flow(link, timeout=ctx.options.frame_timeout)
+        conn.expect_flow(link, timeout=ctx.answer_window())
     except ExpectationTimeout:
         ctx.finding("2.7.4/echo", "the client's sender did not answer our echo", conn,
-                    expected="its flow state", actual=f"no flow within {ctx.options.frame_timeout:.1f} s")
+                    expected="its flow state", actual=f"no flow within {ctx.answer_window():.1f} s")
     return ctx.passed("the client answered the echo with its flow state")
 
 
@@ -70,10 +70,10 @@ def client_receiver_echo(ctx):
     conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     conn.flow(link, link_credit=5, available=0, echo=True)
     try:
-        conn.expect_flow(link, timeout=ctx.options.frame_timeout)
+        conn.expect_flow(link, timeout=ctx.answer_window())
     except ExpectationTimeout:
         ctx.finding("2.7.4/echo", "the client's receiver did not answer our echo", conn,
-                    expected="its flow state", actual=f"no flow within {ctx.options.frame_timeout:.1f} s")
+                    expected="its flow state", actual=f"no flow within {ctx.answer_window():.1f} s")
     return ctx.passed("the client answered the echo with its flow state")
 
 
@@ -87,11 +87,11 @@ def client_unattached_handle(ctx):
     conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     conn.peer.flow(link.channel, handle=link.handle + 9, delivery_count=0, link_credit=1)
     try:
-        frame = conn.expect((End, Close), timeout=ctx.options.frame_timeout)
+        frame = conn.expect((End, Close), timeout=ctx.answer_window())
     except (ExpectationTimeout, PeerError):
         ctx.finding("2.7.4/unattached-handle", "the client ignored a flow on an unattached handle", conn,
                     expected="end(error=amqp:session:unattached-handle)",
-                    actual=f"no end within {ctx.options.frame_timeout:.1f} s")
+                    actual=f"no end within {ctx.answer_window():.1f} s")
         return ctx.passed("(ignored)")
     condition = conn.peer.error_condition(frame)
     if not isinstance(frame.body, End) or condition != "amqp:session:unattached-handle":
