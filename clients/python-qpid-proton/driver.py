@@ -2,6 +2,7 @@
 command protocol (clients/PROTOCOL.md) on stdin/stdout. Started by the suite with the library on sys.path."""
 
 import json
+import select
 import sys
 import time
 
@@ -50,6 +51,18 @@ class Driver:
             sent += 1
         return {"sent": sent}
 
+    def pump(self):
+        """Between commands, let proton process the network as an application's event loop would (the
+        blocking API does I/O only inside its calls): 20 ms of wait() on a condition that never holds."""
+        if self.conn is None:
+            return
+        try:
+            self.conn.wait(lambda: False, timeout=0.02)
+        except proton.Timeout:
+            pass
+        except Exception:      # an error the connection reported: the next command sees it
+            pass
+
     def close(self, **_):
         if self.conn is not None:
             self.conn.close()
@@ -65,7 +78,14 @@ def main():
     driver = Driver()
     print(json.dumps({"id": 0, "ok": True, "ready": True, "library": "python-qpid-proton",
                       "version": proton.VERSION and ".".join(map(str, proton.VERSION))}), flush=True)
-    for line in sys.stdin:
+    while True:
+        ready, _, _ = select.select([sys.stdin], [], [], 0 if driver.conn is not None else None)
+        if not ready:
+            driver.pump()
+            continue
+        line = sys.stdin.readline()
+        if not line:
+            break
         if not line.strip():
             continue
         req = json.loads(line)

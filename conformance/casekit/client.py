@@ -194,6 +194,32 @@ class ClientConnection:
     def end(self, link: ClientLink, error: Any = None):
         return self.peer.end(link.channel, error=error)
 
+    def answer_closing(self, pending, bound: float) -> None:
+        """While the application closes: answer the client's detach, end and close (a library may wait for
+        each answer), until its close command is answered or `bound` seconds passed."""
+        import time
+        deadline = time.monotonic() + bound
+        while not pending.done() and time.monotonic() < deadline and not self.peer.closed_by_remote:
+            try:
+                frame = self.peer.expect((Detach, End, Close), timeout=0.05)
+            except PeerError:
+                continue
+            body = frame.body
+            if isinstance(body, Close):
+                self.peer.close_connection()
+                return
+            if isinstance(body, End):
+                ours = self.sessions.get(frame.channel)
+                session = self.peer.state.sessions.get(ours) if ours is not None else None
+                if session is not None and not session.ended_by_us:
+                    self.peer.end(ours)
+            elif isinstance(body, Detach) and frame.channel in self.sessions:
+                ours = self.sessions[frame.channel]
+                link = next((l for l in self.links if l.client_handle == int(body.handle)
+                             and l.client_channel == frame.channel), None)
+                if link is not None and not link.state.detached_by_us:
+                    self.peer.detach(ours, link.handle)
+
     def arrived_index(self, frame) -> int:
         """The position of a client frame among everything that arrived (comparable with `peer.mark()`)."""
         return next((i for i, f in enumerate(self.peer.arrived) if f is frame), -1)
@@ -318,18 +344,14 @@ class ClientCaseContext(CaseContext):
                                      source=Source.OBLIGATION)
         finally:
             self.connections = saved
-        self.observe(application=self.app_log, driver_starts=self.subject.starts)
+        self.observe(subject_kind="client", application=self.app_log, driver_starts=self.subject.starts)
 
     def close(self, *, delete_queues: bool = True) -> None:
         """The application closes its connection (bounded); a driver that failed is replaced for the next case."""
         if not self._driver_failed and not self._closed_by_app and self.clients:
             with contextlib.suppress(DriverError, PeerError, Exception):
                 pending = self.app("close")
-                conn = self.clients[-1]
-                with contextlib.suppress(PeerError):
-                    if not conn.peer.closed_by_remote:
-                        conn.peer.expect(Close, timeout=min(1.0, self.options.frame_timeout))
-                        conn.peer.close_connection()
+                self.clients[-1].answer_closing(pending, self.options.frame_timeout)
                 pending.result(self.options.frame_timeout)
         if self._driver_failed:
             self.subject.discard()

@@ -105,7 +105,7 @@ def client_transfer_beyond_credit(ctx):
     again = ctx.app("receive", timeout_ms=1000)
     second = None
     try:
-        nxt = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
+        nxt = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0, timeout=1 + ctx.answer_window())
         conn.transfer(link, "later")
         expected = serial_add(INITIAL_DELIVERY_COUNT, 2)
         if nxt.body.delivery_count is None or int(nxt.body.delivery_count) != expected:
