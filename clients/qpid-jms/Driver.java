@@ -48,7 +48,9 @@ public class Driver {
                 org.apache.qpid.jms.policy.JmsDefaultPrefetchPolicy p = new org.apache.qpid.jms.policy.JmsDefaultPrefetchPolicy();
                 p.setAll(num(a, "credit", 0));
                 ((org.apache.qpid.jms.JmsConnection) conn).setPrefetchPolicy(p);
-                consumer = session.createConsumer(session.createQueue(a.get("address")));
+                // a session takes the connection's prefetch policy when it is created: a new one for the consumer
+                Session consumerSession = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+                consumer = consumerSession.createConsumer(consumerSession.createQueue(a.get("address")));
                 return ",\"api\":" + q("createConsumer with prefetchPolicy.all=" + num(a, "credit", 0) + ", receive(timeout)");
             }
             case "receive": {
