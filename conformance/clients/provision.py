@@ -32,10 +32,13 @@ def home(lib: Library) -> Path:
 
 
 def _stamp(lib: Library) -> str:
+    """What the installed folder was made from: the release, and the driver sources where they are compiled
+    into it (Java, Go); a Python or Node.js driver runs from clients/ as it is."""
     digest = hashlib.sha256(lib.label.encode())
-    for path in sorted(lib.driver_dir.rglob("*")):
-        if path.is_file():
-            digest.update(path.name.encode() + path.read_bytes())
+    if lib.registry in ("maven", "go"):
+        for path in sorted(lib.driver_dir.rglob("*")):
+            if path.is_file():
+                digest.update(path.name.encode() + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
