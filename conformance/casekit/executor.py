@@ -59,6 +59,7 @@ def broker_lock(broker_key: str, exclusive: bool, timeout: float = 600.0):
             fcntl.flock(fh, fcntl.LOCK_UN)
         fh.close()
 
+
 def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseResult:
     """Run `spec` against `broker` (a `conformance.brokers.Broker`) and return its result; never raises."""
 
