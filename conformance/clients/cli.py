@@ -29,10 +29,6 @@ def cmd_clients(args) -> int:
         for lib in libs:
             print(f"{lib.label:28} {lib.language:11} {lib.registry:9} {'yes' if provisioned(lib) else 'no':10} "
                   f"{lib.summary}")
-        from ..cases import load_clients
-        print("\nclient cases (`run --client LIBRARY [CASE ...]`):")
-        for case in load_clients().values():
-            print(f"{case.id:<11} {case.level:<11} {case.title}")
         return 0
     failed = []
     for lib in libs:
