@@ -13,6 +13,7 @@ import sys
 
 from . import __version__, catalogue
 from .brokers import cli as brokers_cli
+from .clients import cli as clients_cli
 from .errors import EXIT_INTERRUPTED, ConformanceError, UsageError
 from .explore import cli as explore_cli
 from .history import cli as history_cli
@@ -20,7 +21,7 @@ from .mutants import cli as mutants_cli
 from .run import cli as run_cli
 
 # The packages whose `register(subparsers)` adds commands, in the order `--help` lists them.
-COMMANDS = (run_cli, explore_cli, history_cli, brokers_cli, mutants_cli)
+COMMANDS = (run_cli, explore_cli, history_cli, brokers_cli, clients_cli, mutants_cli)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, ...]] = [
      "=conformance.run"),                                        # and the run package's face hands on only them
     ("conformance.model", "conformance.report"),                 # the sans-IO model; rendering a report model
     ("conformance.peer",),                                       # the scripted peer (sockets, threads)
-    ("conformance.brokers",),                                    # brokers under test
+    ("conformance.brokers", "conformance.clients"),              # brokers and client libraries under test
     ("conformance.cases", "conformance.casekit"),                # the case vocabulary and the cases
     ("conformance.runner",),                                     # one case against one broker: run_case
     ("conformance.run",),                                        # the run pipeline: every case of every run

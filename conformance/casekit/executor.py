@@ -62,7 +62,6 @@ def broker_lock(broker_key: str, exclusive: bool, timeout: float = 600.0):
 
 def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseResult:
     """Run `spec` against `broker` (a `conformance.brokers.Broker`) and return its result; never raises."""
-    from .context import CaseContext
 
     options = options or RunOptions()
     started = _dt.datetime.now(_dt.timezone.utc).isoformat()
@@ -85,7 +84,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
         return result
     try:
         with broker_lock(broker.lock_key, spec.exclusive):
-            ctx = CaseContext(spec, broker, options)
+            ctx = _context_class(spec)(spec, broker, options)
             try:
                 for hook in spec.needs:
                     ctx.need_hook(hook)
@@ -138,6 +137,15 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
             if not broker.alive():
                 result.broker_log_tail = broker.log_tail(40)
     return result
+
+
+def _context_class(spec: CaseSpec):
+    """A broker case's CaseContext, or a client case's (the suite plays the broker: casekit/client.py)."""
+    if spec.kind == "client":
+        from .client import ClientCaseContext
+        return ClientCaseContext
+    from .context import CaseContext
+    return CaseContext
 
 
 def _no_verdict(result: CaseResult, why: str, kept_as: str) -> None:

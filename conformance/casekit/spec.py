@@ -42,6 +42,8 @@ class CaseSpec:
                                       # has one (a managed broker's second node), else on the broker itself
     deliberate: tuple[str, ...] = ()  # requirements our own frames break on purpose: the case's subject is the
                                       # broker's answer to that error (tests/cases/test_own_frames.py)
+    kind: str = "broker"              # whose frames are judged: "broker", or "client" (a client library driven
+                                      # through its API against a scripted broker: casekit/client.py)
 
     @property
     def section(self) -> str:
@@ -72,11 +74,12 @@ def missing_hook_reason(hook: str) -> str:
 
 
 REGISTRY: dict[str, CaseSpec] = {}
+CLIENT_REGISTRY: dict[str, CaseSpec] = {}    # client cases (kind "client"), numbered from 101 in their section
 
 
 def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subject: list[str] | tuple[str, ...] = (),
          figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False, own_node: bool = False,
-         deliberate: list[str] | tuple[str, ...] = ()):
+         deliberate: list[str] | tuple[str, ...] = (), kind: str = "broker"):
     """Register a conformance case. The decorated function takes a CaseContext. `subject` defaults to the
     first requirement; the subject must be among `requirements`. `needs`: profile hooks (checked before
     anything else: unsupported without them); `exclusive`: nothing runs beside it on its broker (implies
@@ -87,9 +90,12 @@ def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subj
         raise ValueError(f"case id {id!r} must look like <section>/<n>, e.g. 2.6.8/1")
     subject = tuple(subject) or tuple(requirements[:1])
 
+    registry = CLIENT_REGISTRY if kind == "client" else REGISTRY
+
     def register(func):
-        if id in REGISTRY:
-            raise ValueError(f"case id {id} registered twice ({REGISTRY[id].module} and {func.__module__})")
+        if id in REGISTRY or id in CLIENT_REGISTRY:
+            known = (REGISTRY.get(id) or CLIENT_REGISTRY[id]).module
+            raise ValueError(f"case id {id} registered twice ({known} and {func.__module__})")
         for r in requirements:
             catalogue.get(r)  # raises UnknownRequirement for a typo
         missing = [r for r in subject if r not in requirements]
@@ -97,8 +103,8 @@ def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subj
             raise ValueError(f"case {id}: subject {missing} is not among its requirements")
         for r in deliberate:
             catalogue.get(r)
-        REGISTRY[id] = CaseSpec(id, title, tuple(requirements), func, figure, expectation, tuple(needs),
-                                exclusive, func.__module__, subject, own_node or exclusive, tuple(deliberate))
+        registry[id] = CaseSpec(id, title, tuple(requirements), func, figure, expectation, tuple(needs),
+                                exclusive, func.__module__, subject, own_node or exclusive, tuple(deliberate), kind)
         return func
 
     return register

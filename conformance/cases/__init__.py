@@ -12,9 +12,10 @@ import pkgutil
 
 from .. import catalogue
 from ..errors import UnknownCaseError
-from ..casekit.spec import REGISTRY, CaseSpec, case  # noqa: F401
+from ..casekit.spec import CLIENT_REGISTRY, REGISTRY, CaseSpec, case  # noqa: F401
 
 _loaded = False
+_clients_loaded = False
 
 
 def load_all() -> dict[str, CaseSpec]:
@@ -28,14 +29,27 @@ def load_all() -> dict[str, CaseSpec]:
     return dict(sorted(REGISTRY.items(), key=lambda kv: case_sort_key(kv[0])))
 
 
+def load_clients() -> dict[str, CaseSpec]:
+    """The client cases (modules `client_s<section>_...`: the suite plays the broker, a client library is
+    judged), ordered like `load_all`; kept apart from the broker cases."""
+    global _clients_loaded
+    if not _clients_loaded:
+        for info in pkgutil.iter_modules(__path__):
+            if info.name.startswith("client_s") and info.name[8:9].isdigit():
+                importlib.import_module(f"{__name__}.{info.name}")
+        _clients_loaded = True
+    return dict(sorted(CLIENT_REGISTRY.items(), key=lambda kv: case_sort_key(kv[0])))
+
+
 def case_sort_key(case_id: str) -> tuple:
     section, number = case_id.split("/")
     return catalogue.section_key(section) + (int(number),)
 
 
-def select(selectors: list[str] | None) -> list[CaseSpec]:
-    """Cases named by ids (`2.6.8/1`), sections (`2.6.8`), or requirement ids; all when none given."""
-    cases = load_all()
+def select(selectors: list[str] | None, kind: str = "broker") -> list[CaseSpec]:
+    """Cases named by ids (`2.6.8/1`), sections (`2.6.8`), or requirement ids; all when none given.
+    `kind` "client": among the client cases."""
+    cases = load_clients() if kind == "client" else load_all()
     if not selectors:
         return list(cases.values())
     chosen: dict[str, CaseSpec] = {}

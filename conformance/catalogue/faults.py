@@ -10,6 +10,8 @@ two implement it (`proxy`, `reference`: the Faults switch as keyword arguments) 
   tests/cases/test_case_verdicts.py through the reference broker.
 - kind "variant": a behaviour the spec allows (`requirement` is the MAY / informative sentence whose
   latitude it uses); the reference broker can act like brokers that choose it. No case may fail on it.
+- kind "client": a client library breaks `requirement`: the reference client (`conformance.selftest.client`,
+  our peer in the client role) with the switch `client` on; some client case must notice it.
 - kind "transport": the network, not the broker (`requirement` None): `delay` seconds per frame, or a
   `reset` / `stall` of the connection in the middle of a case. `expect` says what the verdicts must then
   be: "unchanged" (as on a direct connection) or "error" (the case cannot conclude; never pass or fail).
@@ -24,7 +26,7 @@ from dataclasses import dataclass, field
 
 from . import get as requirement
 
-KINDS = ("protocol", "variant", "transport")
+KINDS = ("protocol", "variant", "transport", "client")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Fault:
     reset: bool = False                # transport: TCP reset in the middle of a case
     stall: bool = False                # transport: nothing forwarded any more from the middle of a case
     expect: str = "detected"           # protocol: "detected"; variant/transport: "unchanged" or "error"
+    client: dict = field(default_factory=dict)      # the reference client's switch: ClientFaults(**client)
 
     @property
     def level(self) -> str | None:
@@ -136,6 +139,27 @@ FAULTS: tuple[Fault, ...] = (
           "sends after the broker attached a link (sockets left open)", proxy=True, stall=True, expect="error"),
 )
 
+
+
+def _c(name, req, summary, **client) -> Fault:
+    return Fault(name, "client", req, summary, client=client)
+
+
+# -- a client library's faults: the reference client (conformance.selftest.client) with one switch on ----------
+FAULTS += (
+    _c("client-receiver-count-zero", "2.7.4/receiver-delivery-count",
+       "the receiving client's flows carry delivery-count 0 whatever the sender's attach said", receiver_count_zero=True),
+    _c("client-send-without-credit", "2.6.7/no-send-without-credit",
+       "the sending client sends every message at once, whatever its link-credit", ignore_credit=True),
+    _c("client-ignore-session-window", "2.5.6/remote-incoming-window-decrement",
+       "the sending client ignores the broker's session incoming-window", ignore_session_window=True),
+    _c("client-ignore-drain", "2.6.7/drain-advance", "an idle sending client leaves the broker's drain unanswered",
+       ignore_drain=True),
+    _c("client-ignore-echo", "2.7.4/echo", "the client never answers echo (SHOULD: non-strict)", ignore_echo=True),
+    _c("client-ignore-unattached-handle", "2.7.4/unattached-handle",
+       "the client ignores a flow on a handle it never attached", ignore_unattached_handle=True),
+)
+
 BY_NAME: dict[str, Fault] = {f.name: f for f in FAULTS}
 
 
@@ -159,9 +183,13 @@ def check() -> None:
         if f.kind == "transport":
             if f.requirement is not None or not f.proxy or f.reference:
                 raise ValueError(f"fault {f.name}: a transport fault is the proxy's and breaks no requirement")
+        elif f.kind == "client":
+            if not f.client or f.proxy or f.reference:
+                raise ValueError(f"fault {f.name}: a client fault is the reference client's switch only")
+            requirement(f.requirement)
         else:
             requirement(f.requirement)
-        if not (f.proxy or f.reference):
+        if not (f.proxy or f.reference or f.client):
             raise ValueError(f"fault {f.name}: neither the proxy nor the reference broker implements it")
     if len(BY_NAME) != len(FAULTS):
         raise ValueError("a fault name is listed twice")

@@ -33,6 +33,9 @@ def series_of(broker: str) -> str:
     """The release series a broker belongs to (a managed release such as artemis-2.40.0 -> artemis), or the
     broker itself."""
     from ..brokers import SERIES
+    from ..clients.library import BY_LABEL as CLIENT_RELEASES       # a client library's releases: its name
+    if broker in CLIENT_RELEASES:
+        return CLIENT_RELEASES[broker].name
     return next((name for name, members in SERIES.items() if broker in members), broker)
 
 
@@ -186,12 +189,15 @@ def mark_unfinished(model: dict, runs: list[dict]) -> dict:
 def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict], trends: dict, *,
                           history_runs: int, total_records: int, ladders: dict,
                           selfchecks: list[dict] | None = None) -> dict:
-    from ..cases import load_all
+    from ..cases import load_all, load_clients
     requirements = catalogue.load()
-    known_cases = load_all()
+    known_cases = {**load_all(), **load_clients()}
 
+    from ..clients.library import BY_LABEL as CLIENT_RELEASES
     for info in columns_info.values():
         info["series"] = series_of(info["broker"])
+        if info["broker"] in CLIENT_RELEASES:
+            info["subject"] = "client"          # report.clients draws these columns in the client matrix
     columns = sorted(columns_info, key=lambda key: (columns_info[key]["series"],
                                                     version_key(columns_info[key]["version"]),
                                                     columns_info[key]["broker"]))

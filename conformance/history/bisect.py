@@ -39,6 +39,7 @@ class Build:
     command: str | None = None       # starts the broker; {port} is filled in
     profile: str | None = None
     ready_timeout: float = 30.0
+    client: str | None = None        # a client library's label (the suite plays the broker)
 
 
 def load_builds(path: Path) -> list[Build]:
@@ -228,6 +229,11 @@ class StartedBuild:
     def __enter__(self):
         from .. import brokers
         build = self.build
+        if build.client:
+            from ..clients import ClientSubject, resolve as resolve_client
+            self.broker = ClientSubject(resolve_client(build.client))
+            self.broker.check()
+            return self
         if build.broker:
             self.broker = brokers.resolve(build.broker, build.profile)
             return self
@@ -262,6 +268,8 @@ class StartedBuild:
                 time.sleep(0.1)  # bounded-wait-ok: polling a starting process's port with a deadline
 
     def __exit__(self, *exc):
+        if self.build.client and self.broker is not None:
+            self.broker.discard()
         if self.process is not None and self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:

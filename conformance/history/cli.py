@@ -62,7 +62,8 @@ def register(sub) -> None:
     b.add_argument("--builds", default=None, metavar="FILE.toml",
                    help="builds from a file: [[build]] label, broker | url | command (+ url), profile")
     b.add_argument("--series", default=None, metavar="NAME",
-                   help="the managed releases of a series, oldest first (artemis, qpid-broker-j, rabbitmq); "
+                   help="the managed releases of a series, oldest first (artemis, qpid-broker-j, rabbitmq), or a "
+                        "client library's pinned releases (rhea, qpid-jms, go-amqp, python-qpid-proton); "
                         "each is provisioned when the search first needs it")
     b.add_argument("--no-history", action="store_true", help="run every point the search needs")
     _history_options(b)
@@ -97,9 +98,9 @@ def _history(args):
     return History(Path(args.history) if args.history else _reports(args) / "history")
 
 
-def _one_case(args):
+def _one_case(args, kind: str = "broker"):
     """The one case `bisect` / `bisect-run` follows: the selectors and -k must name exactly one."""
-    cases = selection.select_cases(args.selectors, args.keyword)      # exit 3 unknown case, 2 bad -k
+    cases = selection.select_cases(args.selectors, args.keyword, kind)   # exit 3 unknown case, 2 bad -k
     if len(cases) != 1:
         shown = ", ".join(c.id for c in cases[:6]) + (", ..." if len(cases) > 6 else "")
         raise UsageError(f"bisect follows one case; the selection names {len(cases)} ({shown}): give one case id "
@@ -238,12 +239,17 @@ def cmd_diff(args) -> int:
 
 def cmd_bisect(args) -> int:
     from .bisect import UNTESTABLE, Build, build_from_arg, change_kind, first_change, load_builds, run_case_on
-    case = _one_case(args)
+    from ..clients import LIBRARIES
+    client_series = bool(args.series) and args.series in {lib.name for lib in LIBRARIES}
+    case = _one_case(args, "client" if client_series else "broker")
     options = run_options.from_args(args, workers=0)
     given = [bool(args.builds), bool(args.build), bool(args.series)]
     if sum(given) > 1:
         raise UsageError("give builds one way: --build (repeatable), --builds FILE or --series NAME")
-    if args.series:
+    if client_series:                   # a client library's pinned releases, oldest first
+        from ..clients import series as client_releases
+        builds = [Build(label=lib.label, client=lib.label) for lib in client_releases(args.series)]
+    elif args.series:
         from .. import brokers
         builds = [Build(label=name, broker=name) for name in brokers.series(args.series)]
     else:

@@ -14,6 +14,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Iterable
 
+from .clients import render_client_matrix
 from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
 
 # Verdict -> (background, text colour, label). "not-run" is the blank cell.
@@ -550,6 +551,7 @@ def render_html(model: dict) -> str:
             + render_unfinished(model)
             + render_summary_cards(model)
             + render_matrix(model, anchors)
+            + render_client_matrix(model)
             + render_chart(model)
             + render_scores(model)
             + render_changes(model, anchors, columns)

@@ -233,8 +233,8 @@ class Pipeline:
     # -- what the suite's test and fixtures ask for -----------------------------------------------------------
 
     def cases(self) -> list:
-        from ..cases import load_all
-        known = load_all()
+        from ..cases import load_all, load_clients
+        known = {**load_all(), **load_clients()}
         return [known[cid] for cid in self.case_ids]
 
     def labels(self) -> list[str]:

@@ -88,10 +88,11 @@ class Keyword:
         return lambda s: word in s
 
 
-def select_cases(selectors: Sequence[str] | None = None, keyword: str | None = None) -> list:
-    """The CaseSpecs named by `selectors` (all when none) and kept by the -k `keyword` expression."""
+def select_cases(selectors: Sequence[str] | None = None, keyword: str | None = None, kind: str = "broker") -> list:
+    """The CaseSpecs named by `selectors` (all when none) and kept by the -k `keyword` expression (`kind`
+    "client": among the client cases)."""
     from ..cases import select
-    chosen = select(list(selectors) if selectors else None)
+    chosen = select(list(selectors) if selectors else None, kind)
     if keyword:
         expression = Keyword(keyword)
         chosen = [c for c in chosen if expression.matches(c)]

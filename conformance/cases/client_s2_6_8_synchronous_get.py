@@ -1,0 +1,131 @@
+"""2.6.8 Synchronous Get, the client's side — Figure 2.44 (synchronous get with a timeout) as client libraries
+offer it (JMS `receive(timeout)` with prefetch 0, proton's `receive(timeout)`, go-amqp's `Receive(ctx)`).
+
+The suite is the broker (the sender, right in the figure); the client library is the receiver. Our attach
+starts the delivery-count at 2^32-5, so the counts the client must echo are near the serial wrap.
+"""
+
+from ..casekit import case
+from ..clients.driver import DriverError
+from ..peer import ExpectationTimeout, PeerError
+from ..wire import End
+
+TIMEOUT_MS = 400
+
+
+@case("2.6.8/101", "Client receive(timeout), no message: its drain, then its next flow counts the drained credit",
+      ["2.7.4/receiver-delivery-count", "2.6.8/synchronous-get-timeout"], kind="client", figure="2.44",
+      expectation="flow(link-credit=1); at the timeout flow(drain=true); after our flow(delivery-count+1, "
+                  "link-credit=0) the next receive's flow carries delivery-count advanced by 1")
+def client_get_timeout_drained(ctx):
+    """The application gets with a timeout on an empty queue: the credit it grants, the drain it sends when the
+    time is up, and — after our drained flow consumed the credit — its next flow's delivery-count."""
+    conn = ctx.connect()
+    opened = ctx.app("receiver", address="q", credit=0)
+    link = conn.expect_attach()
+    ctx.answer(opened)
+    got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
+    grant = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
+    drained_seen = False
+    try:
+        drain = conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
+        drained_seen = True
+        conn.drained(link, drain)
+    except ExpectationTimeout:
+        conn.drained(link, grant, drain=False)
+    first = ctx.answer(got)
+    ctx.observe(drain_sent=drained_seen, first_receive=first)
+    if not drained_seen:
+        ctx.add_finding("2.6.8/synchronous-get-timeout", "the client sent no drain when the receive timed out "
+                        "(its credit stays granted)", expected="flow(drain=true) after the timeout",
+                        actual="no flow with drain", conn=conn)
+    expected_dc = link.delivery_count         # ours, after the drained flow
+    again = ctx.app("receive", timeout_ms=TIMEOUT_MS * 3)
+    try:
+        nxt = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0,
+                               timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
+    except ExpectationTimeout:
+        nxt = None
+    if nxt is not None:
+        conn.transfer(link, "after-drain")
+        dc = nxt.body.delivery_count
+        if dc is None or int(dc) != expected_dc:
+            ctx.finding("2.7.4/receiver-delivery-count", "after the drained flow the client's flow does not carry "
+                        "the sender's delivery-count", conn, nxt, expected=f"delivery-count={expected_dc}",
+                        actual=f"delivery-count={dc}")
+    second = ctx.answer(again)
+    ctx.observe(second_receive=second)
+    if nxt is None:
+        return ctx.informational("after the drained get the client granted no more credit for the next receive")
+    return ctx.passed("the get sent credit, the timeout a drain, and the next flow counted the drained credit")
+
+
+@case("2.6.8/102", "Client receive(timeout): the message comes with the drain, before the drained flow",
+      ["2.6.8/synchronous-get-timeout", "2.7.4/receiver-delivery-count"], kind="client", figure="2.44",
+      expectation="flow(link-credit=1), flow(drain=true) <- transfer, flow(link-credit=0): the application "
+                  "gets the message")
+def client_get_timeout_message_at_drain(ctx):
+    """Footnote (1) of Figure 2.44 from the receiver's side: the message arrives in answer to the drain. The
+    link-credit was consumed by the transfer, so the receiver can tell a message arrived: the application
+    should get it (informative: what it got is recorded)."""
+    conn = ctx.connect()
+    opened = ctx.app("receiver", address="q", credit=0)
+    link = conn.expect_attach()
+    ctx.answer(opened)
+    got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
+    conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
+    try:
+        conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
+        drained = True
+    except ExpectationTimeout:
+        drained = False
+    conn.transfer(link, "at-the-drain")
+    conn.drained(link, drain=drained)
+    answer = ctx.answer(got)
+    messages = list(answer.get("messages") or [])
+    if not messages:                 # the library may hand it to the next receive
+        answer = ctx.do("receive", timeout_ms=TIMEOUT_MS)
+        messages = list(answer.get("messages") or [])
+    ctx.observe(drain_sent=drained, messages=messages)
+    if "at-the-drain" not in messages:
+        ctx.add_finding("2.6.8/synchronous-get-timeout", "the message that consumed the credit never reached "
+                        "the application", expected="the application gets 'at-the-drain'",
+                        actual=f"it got {messages}", conn=conn)
+    return ctx.passed("the message that answered the drain reached the application")
+
+
+@case("2.6.8/103", "Broker ends the session during the client's drain: the application is told, nothing hangs",
+      ["2.6.8/synchronous-get-timeout"], kind="client", figure="2.44",
+      expectation="flow(drain=true) <- end(error=amqp:internal-error): the receive returns an error (or a "
+                  "timeout) within its own timeout plus the frame timeout; the client answers with end")
+def client_session_ended_during_drain(ctx):
+    """The broker cannot fill the drain and ends the session (as brokers do under resource trouble): the
+    receive must come back to the application, and the client should end its side too."""
+    conn = ctx.connect()
+    opened = ctx.app("receiver", address="q", credit=0)
+    link = conn.expect_attach()
+    ctx.answer(opened)
+    got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
+    conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
+    try:
+        conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
+        drained = True
+    except ExpectationTimeout:
+        drained = False
+    conn.end(link, error="amqp:internal-error")
+    try:
+        answer = ctx.answer(got)
+    except DriverError as exc:
+        ctx.add_finding("2.6.8/synchronous-get-timeout", "the receive never came back after the broker ended the "
+                        "session", expected="an error or a timeout for the application", actual=str(exc), conn=conn)
+        raise
+    try:
+        conn.expect(End, timeout=ctx.answer_window())
+        ended = True
+    except PeerError:
+        ended = False
+    told = (not answer.get("ok")) or bool(answer.get("events"))
+    ctx.observe(drain_sent=drained, application=answer, client_ended=ended)
+    how = f"told of the error ({answer.get('error') or answer.get('events')})" if told else "saw a plain timeout"
+    return ctx.informational(f"the receive came back in {answer.get('ms')} ms; the application {how}; the client "
+                             f"{'answered' if ended else 'did not answer'} with end")

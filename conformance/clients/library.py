@@ -1,0 +1,81 @@
+"""The client libraries the suite can drive, at pinned versions, and where each one's driver lives.
+
+`Library(name, version, language, registry, ...)`; its `label` (`rhea-3.0.5`) names it everywhere (the
+`broker` field of results, test ids, history). `resolve("rhea")` gives the newest pinned release of a
+library, `resolve("rhea-2.0.8")` that release; `series("rhea")` every pinned release, oldest first (for
+`bisect --series`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+
+DRIVERS = Path(__file__).resolve().parents[2] / "clients"     # the repository's driver programs
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str               # the library's own name (package name where it is one)
+    version: str
+    language: str
+    registry: str           # pypi | npm | maven | go
+    package: str            # what the registry's client installs
+    driver: str             # folder under clients/
+    summary: str            # what it is and which API the driver uses
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}-{self.version}"
+
+    @property
+    def driver_dir(self) -> Path:
+        return DRIVERS / self.driver
+
+
+def _lib(name, versions, language, registry, package, driver, summary) -> list[Library]:
+    return [Library(name, v, language, registry, package, driver, summary) for v in versions]
+
+
+LIBRARIES: tuple[Library, ...] = tuple(
+    _lib("python-qpid-proton", ("0.39.0", "0.40.0"), "Python", "pypi", "python-qpid-proton",
+         "python-qpid-proton", "Qpid Proton's Python binding; BlockingConnection, create_receiver(credit=N), "
+         "receive(timeout)")
+    + _lib("rhea", ("2.0.8", "3.0.5"), "JavaScript", "npm", "rhea", "rhea",
+           "the Node.js AMQP 1.0 library under Azure's JS SDKs; receiver credit_window or add_credit/drain")
+    + _lib("qpid-jms", ("1.11.0", "2.7.0"), "Java", "maven", "org.apache.qpid:qpid-jms-client", "qpid-jms",
+           "Qpid JMS (javax.jms in 1.x, jakarta.jms in 2.x); consumer.receive(timeout) with "
+           "jms.prefetchPolicy.all=N")
+    + _lib("protonj2", ("1.0.0-M23",), "Java", "maven", "org.apache.qpid:protonj2-client", "protonj2",
+           "Qpid protonj2 imperative client; openReceiver with creditWindow(N), receive(timeout)")
+    + _lib("go-amqp", ("1.4.0", "1.7.0"), "Go", "go", "github.com/Azure/go-amqp", "go-amqp",
+           "Azure's Go AMQP 1.0 client; ReceiverOptions.Credit (-1: IssueCredit/DrainCredit), Receive(ctx)")
+)
+
+BY_LABEL = {lib.label: lib for lib in LIBRARIES}
+
+
+def _version_key(version: str):
+    import re
+    return [int(p) if p.isdigit() else p for p in re.split(r"[.-]", version)]
+
+
+def series(name: str) -> list[Library]:
+    """Every pinned release of library `name`, oldest first."""
+    found = sorted((lib for lib in LIBRARIES if lib.name == name), key=lambda l: _version_key(l.version))
+    if not found:
+        raise UsageError(f"unknown client library {name!r}; `amqp-conformance clients list` shows them")
+    return found
+
+
+def resolve(value: str) -> Library:
+    """A library by label (`rhea-3.0.5`) or name (its newest pinned release)."""
+    if value in BY_LABEL:
+        return BY_LABEL[value]
+    if any(lib.name == value for lib in LIBRARIES):
+        return series(value)[-1]
+    known = ", ".join(sorted({lib.name for lib in LIBRARIES}))
+    raise UsageError(f"unknown client {value!r}; use a library name ({known}) or a label from "
+                     "`amqp-conformance clients list`")

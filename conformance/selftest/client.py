@@ -1,0 +1,272 @@
+"""The reference client: our peer in the client role, speaking the driver protocol of clients/PROTOCOL.md, with
+switchable faults (the fault catalogue's kind "client"), so that every client case is shown able to fail.
+
+`python -m conformance.selftest.client [--fault NAME]...` is a driver program like the libraries' (the suite
+starts it through `ClientSubject(..., argv=...)`). One thread: it reads a command when stdin has one, takes
+the frames that arrived, answers what a correct client answers (echo, drain, a flow on an unattached handle,
+the broker's end and close), and moves the current command on (sending within credit and the session window,
+a get with a timeout that drains when the time is up). Each fault breaks exactly one requirement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import select
+import sys
+import time
+from dataclasses import dataclass, fields
+
+from ..catalogue import faults as fault_catalogue
+from ..peer import ConnectionLost, ExpectationTimeout, Peer, PeerError
+from ..peer.connection import Timeouts
+from ..wire import AmqpValue, Attach, Begin, Close, Detach, End, Flow, Transfer, encode_message
+from ..wire.decode import decode_all
+from ..wire.serial import serial_add
+
+TICK = 0.01          # how long one turn of the loop waits for a frame
+
+
+@dataclass(frozen=True)
+class ClientFaults:
+    receiver_count_zero: bool = False       # 2.7.4/receiver-delivery-count: the receiver's flows say delivery-count 0
+    ignore_credit: bool = False             # 2.6.7/no-send-without-credit: sends whatever credit says
+    ignore_session_window: bool = False     # 2.5.6/remote-incoming-window-decrement
+    ignore_drain: bool = False              # 2.6.7/drain-advance: an idle sender leaves a drain unanswered
+    ignore_echo: bool = False               # 2.7.4/echo
+    ignore_unattached_handle: bool = False  # 2.7.4/unattached-handle
+    hang: bool = False                      # not a catalogue fault: the driver stops answering (`--hang`)
+
+    @classmethod
+    def named(cls, *names: str) -> "ClientFaults":
+        switches = {}
+        for name in names:
+            entry = fault_catalogue.get(name)
+            if entry.kind != "client":
+                raise KeyError(name)
+            switches.update(entry.client)
+        return cls(**switches)
+
+
+class ReferenceClient:
+    def __init__(self, faults: ClientFaults):
+        self.faults = faults
+        self.peer: Peer | None = None
+        self.rx = None          # our receiver's handle
+        self.tx = None          # our sender's handle
+        self.window = 0
+        self.inbox: list[str] = []
+        self.errors: list[str] = []
+        self.current = None     # [op, id, args, deadline, progress]
+        self.attached: set[int] = set()
+
+    # -- frames from the broker ------------------------------------------------------------------------------
+
+    def on_frame(self, frame) -> None:
+        body, peer = frame.body, self.peer
+        if isinstance(body, Attach):
+            self.attached.add(int(body.handle))
+        elif isinstance(body, Flow) and body.handle is not None:
+            if int(body.handle) not in self.attached:
+                if not self.faults.ignore_unattached_handle:
+                    peer.end(0, error="amqp:session:unattached-handle")
+                    self.errors.append("session ended: unattached-handle")
+                return
+            link = peer.state.link(0, self.tx) if self.tx is not None else None
+            mine = self.tx is not None and link is not None and link.remote_handle == int(body.handle)
+            if mine and body.drain and not self._sending() and not self.faults.ignore_drain:
+                link.delivery_count = serial_add(link.delivery_count, max(link.link_credit, 0))
+                link.link_credit = 0
+                self.flow_out(self.tx, drain=True, link_credit=0)
+            elif body.echo and not self.faults.ignore_echo:
+                handle = self.tx if mine else self.rx
+                if mine:
+                    self.flow_out(handle, link_credit=max(link.link_credit, 0))
+                else:
+                    self.flow_out(handle)
+        elif isinstance(body, Transfer):
+            for section in decode_all(frame.payload or b""):
+                if isinstance(section, AmqpValue):
+                    self.inbox.append(str(section.value))
+            if self.window and self.rx is not None:
+                self.flow_out(self.rx, link_credit=self.window)
+        elif isinstance(body, End):
+            self.errors.append(f"session ended: {Peer.error_condition(frame)}")
+            peer.end(0)
+        elif isinstance(body, Close):
+            self.errors.append(f"connection closed: {Peer.error_condition(frame)}")
+
+    def flow_out(self, handle, **fields):
+        link = self.peer.state.link(0, handle)
+        if link is not None and link.is_receiver:
+            if self.faults.receiver_count_zero:
+                fields["delivery_count"] = 0
+            fields.setdefault("link_credit", max(link.link_credit, 0))
+        elif link is not None:
+            fields.setdefault("delivery_count", link.delivery_count)
+        return self.peer.flow(0, handle=handle, **fields)
+
+    def _sending(self) -> bool:
+        return self.current is not None and self.current[0] == "send"
+
+    # -- commands --------------------------------------------------------------------------------------------
+
+    def start(self, req: dict) -> None:
+        op, rid = req.get("op"), req.get("id")
+        timeout = req.get("timeout_ms", 5000) / 1000.0 * max(1, req.get("count", 1))
+        self.current = [op, rid, req, time.monotonic() + timeout, {"sent": 0, "got": [], "drained": False}]
+        try:
+            if op == "connect":                # a new connection: nothing of the last one stays
+                self.rx = self.tx = None
+                self.window, self.inbox, self.errors, self.attached = 0, [], [], set()
+                self.peer = Peer.connect(req["url"], timeouts=Timeouts(frame=5.0, connect=5.0))
+                self.peer.handshake(sasl="ANONYMOUS")
+                self.peer.begin(0)
+                self.peer.expect(Begin)
+                return self.done({})
+            if op == "receiver":
+                self.window = int(req.get("credit") or 0)
+                self.rx = self.peer._handle(0, None)
+                self.peer.attach_receiver(f"rx-{self.rx}", req.get("address"), handle=self.rx)
+                self.on_frame(self.peer.expect(Attach, handle=lambda h: h is not None))
+                if self.window:
+                    self.flow_out(self.rx, link_credit=self.window)
+                return self.done({"api": f"reference receiver, window {self.window}"})
+            if op == "sender":
+                self.tx = self.peer._handle(0, None)
+                self.peer.attach_sender(f"tx-{self.tx}", req.get("address"), handle=self.tx)
+                self.on_frame(self.peer.expect(Attach, handle=lambda h: h is not None))
+                return self.done({})
+            if op == "receive":
+                if not self.window and not self.inbox:
+                    self.flow_out(self.rx, link_credit=1)
+                return
+            if op == "stop":
+                self.window = 0
+                self.flow_out(self.rx, link_credit=0, echo=True)
+                return self.done({"api": "flow(link-credit=0, echo=true)"})
+            if op == "send":
+                return
+            if op == "close":
+                self.peer.close_connection()
+                try:
+                    self.peer.expect(Close, timeout=2.0)
+                except PeerError:
+                    pass
+                self.peer.close()
+                return self.done({})
+            self.fail(f"unknown op {op}")
+        except PeerError as exc:
+            self.fail(f"{type(exc).__name__}: {exc}")
+
+    def step(self) -> None:
+        """Move the current command on."""
+        if self.current is None:
+            return
+        op, _, req, deadline, progress = self.current
+        now = time.monotonic()
+        if op == "receive":
+            if self.inbox:
+                progress["got"].append(self.inbox.pop(0))
+                if len(progress["got"]) >= req.get("count", 1):
+                    return self.done({"messages": progress["got"], "timeout": False})
+                if not self.window:
+                    self.flow_out(self.rx, link_credit=1)
+                return
+            if self.errors:
+                return self.fail("; ".join(self.errors))
+            if now > deadline and not progress["drained"] and not self.window:
+                progress["drained"] = True
+                self.flow_out(self.rx, drain=True)
+                self.current[3] = now + req.get("timeout_ms", 1000) / 1000.0
+                return
+            if now > deadline:
+                return self.done({"messages": progress["got"], "timeout": True})
+            if progress["drained"]:
+                link = self.peer.state.link(0, self.rx)
+                if link is not None and link.link_credit <= 0 and link.remote_flow is not None \
+                        and link.remote_flow.drain:
+                    return self.done({"messages": progress["got"], "timeout": True})
+        elif op == "send":
+            link = self.peer.state.link(0, self.tx)
+            session = self.peer.state.sessions[0]
+            while progress["sent"] < req.get("count", 1):
+                credit_ok = link.link_credit > 0 or self.faults.ignore_credit
+                window = session.remote_incoming_window
+                window_ok = window is None or window > 0 or self.faults.ignore_session_window
+                if not (credit_ok and window_ok):
+                    break
+                payload = encode_message(AmqpValue(f"m{progress['sent']}"))
+                self.peer.transfer(0, self.tx, payload, settled=True)
+                progress["sent"] += 1
+            if progress["sent"] >= req.get("count", 1):
+                return self.done({"sent": progress["sent"]})
+            if self.errors:
+                return self.fail("; ".join(self.errors), sent=progress["sent"])
+            if now > deadline:
+                return self.fail("no credit to send", sent=progress["sent"])
+
+    def done(self, answer: dict) -> None:
+        self.answer({"ok": True, **answer})
+
+    def fail(self, error: str, **extra) -> None:
+        self.answer({"ok": False, "error": error[:400], **extra})
+
+    def answer(self, answer: dict) -> None:
+        if self.faults.hang:
+            self.current = None
+            return
+        rid = self.current[1] if self.current else None
+        self.current = None
+        if self.errors and answer.get("ok"):
+            answer["events"] = list(self.errors)
+        print(json.dumps({"id": rid, **answer}), flush=True)
+
+    # -- the loop --------------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        print(json.dumps({"id": 0, "ok": True, "ready": True, "library": "amqp-conformance-reference-client",
+                          "version": "1.0"}), flush=True)
+        while True:
+            if self.current is None:
+                ready, _, _ = select.select([sys.stdin], [], [], TICK if self.peer is not None else 1.0)
+                if ready:
+                    line = sys.stdin.readline()
+                    if not line or json.loads(line).get("op") == "exit":
+                        break
+                    self.start(json.loads(line))
+            if self.peer is not None and not self.peer.closed_by_remote:
+                try:
+                    self.on_frame(self.peer.expect(None, timeout=TICK))
+                except ExpectationTimeout:
+                    pass
+                except (ConnectionLost, PeerError) as exc:
+                    self.errors.append(str(exc)[:200])
+                    self.peer = None if self.current is None else self.peer
+            self.step()
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m conformance.selftest.client")
+    names = [f.name for f in fault_catalogue.of_kind("client")]
+    parser.add_argument("--fault", action="append", default=[], choices=names)
+    parser.add_argument("--hang", action="store_true", help="answer no command (a hung library)")
+    args = parser.parse_args(argv)
+    faults = ClientFaults.named(*args.fault)
+    if args.hang:
+        faults = ClientFaults(**{**{f.name: getattr(faults, f.name) for f in fields(ClientFaults)}, "hang": True})
+    ReferenceClient(faults).run()
+
+
+if __name__ == "__main__":
+    main()
+
+
+def subject(*faults: str, hang: bool = False, name: str | None = None):
+    """The reference client (with the given catalogue faults) as a run's subject, like a client library."""
+    from ..clients import ClientSubject, Library
+    label = name or "+".join(("reference-client", *faults)) + ("+hang" if hang else "")
+    lib = Library("amqp-conformance-reference-client", "1.0", "Python", "none", "", "", "our peer as a client")
+    argv = [sys.executable, "-m", "conformance.selftest.client", *[x for f in faults for x in ("--fault", f)]]
+    return ClientSubject(lib, argv=argv + (["--hang"] if hang else []), name=label, version="1.0",
+                         ready_timeout=30.0)
