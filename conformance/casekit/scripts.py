@@ -18,9 +18,9 @@ from ..peer import (
 )
 from ..wire import (
     Accepted, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Header, Rejected, SequenceNo, Source, Target,
-    Transfer, decode_all, encode_message, serial_add, serial_diff,
+    Transfer, DecodeError, decode_all, encode_message, serial_add, serial_diff,
 )
-from .findings import SubjectUnobservable
+from .findings import SubjectUnobservable, SuiteError
 
 AUTO = object()   # "fill this field from tracked state"
 
@@ -59,13 +59,16 @@ class ScriptError(Exception):
 
 
 def _body_of(frames) -> bytes:
+    """The data section of the message the transfer frames carry (the payload when it has none). A payload
+    that does not decode is a suite error naming the transfer: never raw bytes judged as if they were a body."""
     payload = b"".join(f.payload for f in frames)
     try:
-        for section in decode_all(payload):
-            if isinstance(section, Data):
-                return section.value
-    except Exception:
-        pass
+        sections = decode_all(payload)
+    except DecodeError as exc:
+        raise SuiteError(f"the message in {summarize(frames[0])} does not decode ({exc}): no body to judge") from None
+    for section in sections:
+        if isinstance(section, Data):
+            return section.value
     return payload
 
 
