@@ -90,6 +90,7 @@ def main(argv: list[str]) -> int:
     args = [a for a in argv if not a.startswith("--")]
     name = args[0]
     n = int(args[1]) if len(args) > 1 else 20
+    brokers.install_cleanup()          # the node stops at exit and on SIGTERM
     handle = brokers.start(brokers.resolve(name), timeout=30)
     out = {"broker": name, "version": handle.version, "n": n, "watch_s": WATCH, "probes": {}}
     try:

@@ -80,6 +80,8 @@ class Brokers:
         self = cls()
         sources = list(sources)
         specs = [s for s in sources if isinstance(s, brokers.BrokerSpec)]
+        if any(s.url is None for s in specs):
+            brokers.install_cleanup()          # nodes started here stop at exit and on SIGTERM/SIGHUP
         own_node = [s for s in specs if s.url is None and _wants_own_node(s, own_node_cases)]
         jobs = [(s, False) for s in specs] + [(s, True) for s in own_node]
         try:

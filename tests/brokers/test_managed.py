@@ -192,6 +192,7 @@ def test_brokers_up_status_down_and_stale_cleanup(capsys):
 
 def test_a_terminated_run_stops_its_nodes():
     script = ("import sys, time\nfrom conformance import brokers\n"
+              "brokers.install_cleanup()\n"           # what every entry point that starts nodes does
               "h = brokers.start(brokers.resolve('qpid-proton-c'))\n"
               "print(h.managed.node.pid, h.managed.node.name, flush=True)\n"
               "time.sleep(120)\n")
