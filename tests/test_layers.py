@@ -253,3 +253,25 @@ def test_one_session_and_link_bookkeeping():
 @pytest.mark.parametrize("user", ["conformance.mutants.faults", "conformance.selftest.engine"])
 def test_the_proxy_and_the_reference_broker_keep_their_books_in_peer_state(user):
     assert BOOKS_HOME in graph()[user]
+
+
+# -- written once: the verdict vocabulary ---------------------------------------------------------------------
+
+VERDICT_HOME = "conformance.verdict"
+VERDICT_NAMES = {"pass", "fail", "non-strict", "informational", "unsupported", "error"}
+
+
+def test_one_verdict_vocabulary():
+    """The verdict names, their orders, colours and groups (judged, broken...) are spelled out in
+    conformance.verdict only: no other module writes a tuple, list, set or dict (keys) of three or more of them."""
+    found = []
+    for name, tree in _modules():
+        if name == VERDICT_HOME:
+            continue
+        for node in ast.walk(tree):
+            items = node.keys if isinstance(node, ast.Dict) else \
+                node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else []
+            named = {i.value for i in items if isinstance(i, ast.Constant) and i.value in VERDICT_NAMES}
+            if len(named) >= 3:
+                found.append(f"{name}:{node.lineno} {sorted(named)}")
+    assert found == [], "verdict names spelled out again (import them from conformance.verdict): " + "; ".join(found)

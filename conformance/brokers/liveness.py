@@ -32,11 +32,11 @@ from __future__ import annotations
 from ..peer import ConnectFailed, PeerError, SaslFailed
 from .interface import Broker
 from ..peer.errors import CLOSE_FRAME, FIN, RESET, SOCKET_ERROR
+from ..verdict import CONCLUDED          # verdicts a silent (hung) broker could cause
 
 LOST = {FIN: "closed without a close frame (FIN)", RESET: "reset (RST)", SOCKET_ERROR: "lost (socket error)",
         CLOSE_FRAME: "closed after a close frame"}   # a broker shutting down cleanly sends close first
 STILL_SILENT = 1.0   # the close wait on a connection whose broker is already silent past a frame timeout
-CONCLUDED = ("pass", "fail", "non-strict", "informational")   # verdicts a silent (hung) broker could cause
 
 
 def process_gone(broker: Broker) -> str | None:

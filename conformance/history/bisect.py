@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ConformanceError, UsageError
+from ..verdict import UNTESTABLE      # verdicts that say nothing of a build: bisect skips it
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 BISECT_GOOD, BISECT_BAD, BISECT_SKIP = 0, 1, 125
@@ -157,7 +158,6 @@ class ChangeResult:
     note: str = ""
 
 
-UNTESTABLE = ("error", "unsupported")
 def change_kind(before: str, after: str) -> str:
     """A regression (a passing verdict becomes a failing one: fail, non-strict), a fix (the other way round),
     or a change (e.g. informational -> pass: what the broker does changed, not whether it conforms)."""

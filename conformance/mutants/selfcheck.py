@@ -19,14 +19,14 @@ from ..catalogue import faults as fault_catalogue
 from ..run.engine import Outcome, Plan, execute
 from ..run.options import RunOptions
 from ..run.targets import Target
+from ..verdict import BROKEN, VERDICTS
 from .handle import ProxiedBroker
 from .proxy import Transport, transport_for
 
 DIRECT = "direct"
 PROXY = "proxy"
-DETECTING = ("fail", "non-strict")
-SHORT = {"pass": "pass", "fail": "FAIL", "non-strict": "n-s", "informational": "info", "unsupported": "unsup",
-         "error": "ERROR"}
+DETECTING = BROKEN
+SHORT = dict(zip(VERDICTS, ("pass", "FAIL", "n-s", "info", "unsup", "ERROR")))    # matrix cells, in VERDICTS order
 
 
 class SelfcheckProxy(ProxiedBroker):

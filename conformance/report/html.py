@@ -14,27 +14,12 @@ import re
 from collections import Counter, defaultdict
 from typing import Iterable
 
+from ..verdict import BROKEN, HTML_COLOUR, MEANING, Verdict
 from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
 
 # Verdict -> (background, text colour, label). "not-run" is the blank cell.
-VERDICT_STYLE = {
-    "pass": ("#1a7f37", "#ffffff", "pass"),
-    "fail": ("#cf222e", "#ffffff", "fail"),
-    "non-strict": ("#e3a008", "#1f2328", "non-strict"),
-    "informational": ("#54aeff", "#0b2541", "informational"),
-    "unsupported": ("#afb8c1", "#1f2328", "unsupported"),
-    "error": ("#8250df", "#ffffff", "error"),
-    "not-run": ("#f4f5f7", "#57606a", ""),
-}
-VERDICT_MEANING = {
-    "pass": "every requirement the case checks held",
-    "fail": "a MUST-level requirement was broken",
-    "non-strict": "a SHOULD-level requirement was broken",
-    "informational": "behaviour the spec leaves open, recorded",
-    "unsupported": "the broker profile lacks a hook the case needs",
-    "error": "the run itself broke",
-    "not-run": "not judged on this broker@version",
-}
+VERDICT_STYLE = {**{name: (*HTML_COLOUR[name], name) for name in VERDICTS}, "not-run": ("#f4f5f7", "#57606a", "")}
+VERDICT_MEANING = {**{v.value: MEANING[v] for v in Verdict}, "not-run": "not judged on this broker@version"}
 # Bar colours of the chart, one per broker; none is a verdict colour.
 BROKER_PALETTE = ("#0550ae", "#0a6b73", "#953800", "#57606a", "#6639ba", "#116329")
 
@@ -486,7 +471,7 @@ def render_case_page(case: dict, model: dict, anchors: Anchors, requirements: di
                 + "".join(f"<li>{esc(line)}</li>" for line in others) + "</ul></div>") if others else ""  # one first
         ladder = ""
         if cell["ladder"]:
-            is_open = " open" if cell["verdict"] in ("fail", "non-strict", "error") else ""
+            is_open = " open" if cell["verdict"] in BROKEN + (Verdict.ERROR.value,) else ""
             ladder = (f'<details{is_open}><summary>Transcript (ladder diagram)</summary>'
                       f'<pre class="ladder">{esc(cell["ladder"])}</pre></details>')
         results.append(f'<article class="result" data-column="{esc(column["key"])}"><header>'

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from ..errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK, ConformanceError, RunBroken, UsageError
+from ..errors import ConformanceError, RunBroken, UsageError
+from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
 from .directory import RunDirectory, read_records
 from .options import RunOptions
 from .targets import Brokers, Target
@@ -38,16 +39,6 @@ from .targets import Brokers, Target
 TEST = "test_case"                      # the suite's one test function: one item per case x target
 WORKER_INPUT = "amqp_conformance"        # key of the plan in pytest-xdist's workerinput
 PIPELINE = pytest.StashKey["Pipeline"]()
-
-
-def exit_code(records: list[dict]) -> int:
-    """A finished run's exit code: 14 when any case ended in error (the run broke there), else 1 when a
-    MUST-level case failed, else 0. (Errors before anything ran have their own codes, raised earlier.)"""
-    if any(r.get("verdict") == "error" for r in records):
-        return EXIT_CASE_ERROR
-    if any(r.get("verdict") == "fail" and r.get("level") == "MUST" for r in records):
-        return EXIT_MUST_FAILED
-    return EXIT_OK
 
 
 @dataclass
