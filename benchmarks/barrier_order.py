@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from conformance import brokers
 from conformance.casekit.context import CaseContext
 from conformance.peer import settle
-from conformance.run.options import RunOptions
+from conformance.options import RunOptions
 from conformance.wire import Attach, Begin, Flow, Transfer
 
 WATCH = 1.0          # how long late frames are watched for after the barrier (s): twice the default quiet period

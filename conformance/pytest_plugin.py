@@ -9,7 +9,7 @@ This is the pytest face of the run pipeline (`conformance.run`). `amqp-conforman
 With --broker given (and no pipeline passed in), a Pipeline is made here: it starts the managed brokers once,
 in the controller, hands them to pytest-xdist workers (`pytest_configure_node`) and stops them when the
 session ends, also on Ctrl-C; with --run-dir it writes a run directory as `amqp-conformance run` does. The
-defaults of the duration options are those of `conformance.run.options.RunOptions`.
+defaults of the duration options are those of `conformance.options.RunOptions`.
 
 Fixtures: `conformance_broker` (the broker handle; tests using it are parametrised over every target),
 `conformance_case` (parametrised over the selected cases), `conformance_queue` (a fresh queue on that broker),
@@ -23,7 +23,7 @@ import json
 
 import pytest
 
-from conformance.run.options import FIELDS
+from conformance.options import FIELDS
 
 NO_BROKER = "no-broker"
 
@@ -106,7 +106,7 @@ def conformance_options(pytestconfig):
     pipeline = _pipeline(pytestconfig)
     if pipeline is not None:
         return pipeline.options
-    from conformance.run.options import RunOptions
+    from conformance.options import RunOptions
     return RunOptions()
 
 

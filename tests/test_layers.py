@@ -22,8 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "conformance"
 LAYERS: list[tuple[str, ...]] = [
     ("conformance", "conformance.errors"),                       # the version, the exit-code table
     ("conformance.verdict", "conformance.catalogue",             # vocabulary: verdicts, requirements,
-     "conformance.wire", "conformance.run.options",              # the codec; run options are plain data,
-     "=conformance.run"),                                        # and the run package's face hands on only them
+     "conformance.wire", "conformance.options"),                 # the codec; run options are plain data
     ("conformance.model", "conformance.report"),                 # the sans-IO model; rendering a report model
     ("conformance.peer",),                                       # the scripted peer (sockets, threads)
     ("conformance.brokers",),                                    # brokers under test

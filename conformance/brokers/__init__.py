@@ -15,7 +15,7 @@ import difflib
 from dataclasses import dataclass
 
 from ..errors import BrokerUnreachable, ConformanceError, UsageError
-from ..run.options import RunOptions
+from ..options import RunOptions
 from .broker_errors import HookFailed, HookUnsupported
 from .handle import BrokerHandle, record_broker_identity
 from .interface import Broker, WrappedBroker, is_broker

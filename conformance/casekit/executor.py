@@ -29,7 +29,7 @@ from pathlib import Path
 from ..brokers.broker_errors import HookUnsupported
 from ..brokers.liveness import cut_or_stalled, died_during
 from ..peer import PeerError, PredicateError
-from ..run.options import RunOptions
+from ..options import RunOptions
 from ..verdict import CaseResult, Verdict
 from .findings import (
     CaseConclusion, CaseHalted, Outcome, OutcomeKind, SubjectUnobservable, SuiteError, ordered, verdict_of,

@@ -276,7 +276,7 @@ def run_case_on(build: Build, case, reports_dir: Path, options=None, console=Non
     history learns) and return its record. A build that cannot be started gives an `error` record without a
     run directory (`run_id` None); bisect skips it."""
     from ..run.engine import Plan, execute
-    from ..run.options import RunOptions
+    from ..options import RunOptions
     from ..verdict import CaseResult, Verdict
     options = options or RunOptions(workers=0, reports_dir=reports_dir)
     try:

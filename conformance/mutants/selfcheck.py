@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..catalogue import faults as fault_catalogue
 from ..run.engine import Outcome, Plan, execute
-from ..run.options import RunOptions
+from ..options import RunOptions
 from ..run.targets import Target
 from ..verdict import BROKEN, VERDICTS
 from .handle import ProxiedBroker

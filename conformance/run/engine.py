@@ -33,7 +33,7 @@ import pytest
 from ..errors import ConformanceError, RunBroken, UsageError
 from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
 from .directory import RunDirectory, read_records
-from .options import RunOptions
+from ..options import RunOptions
 from .targets import Brokers, Target
 
 TEST = "test_case"                      # the suite's one test function: one item per case x target
@@ -192,7 +192,7 @@ class Pipeline:
     def from_pytest_options(cls, config) -> "Pipeline":
         """For `pytest --broker NAME|URL ...` (the suite used as a pytest plugin): brokers started here and
         stopped at the end of the session; --run-dir gets a run directory like `amqp-conformance run` writes."""
-        from .options import FIELDS
+        from ..options import FIELDS
         from .selection import select_cases
         from .targets import resolve
         given = {name: config.getoption(FIELDS[name].metadata["flag"]) for name in

@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .options import RunOptions
+from ..options import RunOptions
 
 
 @dataclass(frozen=True)

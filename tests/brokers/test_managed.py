@@ -240,7 +240,7 @@ def test_alarm_and_queue_limit_cases_run_on_a_second_node_started_beside_the_fir
     """rabbitmq-4.0 with an own-node case: two nodes (run.json names both), the case on the second, the
     ordinary case on the first, both nodes stopped afterwards."""
     from conformance.run.engine import Plan, execute
-    from conformance.run.options import RunOptions
+    from conformance.options import RunOptions
     from conformance.run.selection import select_cases
     plan = Plan(select_cases(["2.6.7/14", "2.6.7/9"]), [brokers.resolve("rabbitmq-4.0")],
                 RunOptions(workers=2, reports_dir=str(tmp_path)))
