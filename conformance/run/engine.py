@@ -8,7 +8,7 @@ items over worker processes (-n), the junitxml plugin writes junit.xml, allure-p
 Its own console output is kept off the terminal; the `console` shows the verdicts instead.
 
 `Pipeline` is that plugin object, in three roles: the controller of a run (`execute`, or `pytest --broker ...`
-through `conformance.pytest_plugin`), a pytest-xdist worker (built from what the controller sends it), or
+through `conformance.run.plugin`), a pytest-xdist worker (built from what the controller sends it), or
 both at once when cases run in this process (-n 0/1). Every case of every command goes through
 `Pipeline.run_one`, the only caller of the one-case runner (`conformance.runner.run_case`): run it, let a
 wrapped broker annotate it, append it to results.jsonl, and hand its record to the controller on the test
@@ -132,7 +132,7 @@ def _argv(plan: Plan, options: RunOptions, run: RunDirectory) -> list[str]:
     # directory `run` is started from (its pytest.ini, conftest.py, installed pytest plugins) takes part.
     suite_dir = Path(__file__).resolve().parent.parent / "suite"
     argv = [str(suite_dir), "-c", str(suite_dir / "pytest.ini"), "--rootdir", str(suite_dir.parent.parent),
-            "--confcutdir", str(suite_dir), "--disable-plugin-autoload", "-p", "conformance.pytest_plugin", "-p", "no:cacheprovider",
+            "--confcutdir", str(suite_dir), "--disable-plugin-autoload", "-p", "conformance.run.plugin", "-p", "no:cacheprovider",
             "-p", "no:warnings", "-p", "no:stepwise", "-v", "--tb=line", "--run-dir", str(run.path)]
     if not options.in_process:
         argv += ["-p", "xdist.plugin", "-n", str(options.workers)]
