@@ -274,3 +274,19 @@ def test_one_verdict_vocabulary():
             if len(named) >= 3:
                 found.append(f"{name}:{node.lineno} {sorted(named)}")
     assert found == [], "verdict names spelled out again (import them from conformance.verdict): " + "; ".join(found)
+
+
+# -- no import hidden in a string ----------------------------------------------------------------------------
+
+def test_no_module_named_above_in_a_string():
+    """A string that names a conformance module ("conformance.x.y", "conformance.x:callable", e.g. for
+    importlib or pytest's -p) counts as an import: it may name only its own layer or those below."""
+    found = []
+    for name, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value.startswith("conformance.") and " " not in node.value:
+                target = node.value.split(":")[0]
+                if _exists(target) and layer_of(target) > layer_of(name):
+                    found.append(f"{name}:{node.lineno} names {node.value}")
+    assert found == [], "modules named above their own layer: " + "; ".join(found)
