@@ -63,13 +63,9 @@ def _body_of(frames) -> bytes:
     that does not decode is a suite error naming the transfer: never raw bytes judged as if they were a body."""
     payload = b"".join(f.payload for f in frames)
     try:
-        sections = decode_all(payload)
+        return next((section.value for section in decode_all(payload) if isinstance(section, Data)), payload)
     except DecodeError as exc:
         raise SuiteError(f"the message in {summarize(frames[0])} does not decode ({exc}): no body to judge") from None
-    for section in sections:
-        if isinstance(section, Data):
-            return section.value
-    return payload
 
 
 class ConnectionScript:
