@@ -30,7 +30,7 @@ from types import SimpleNamespace
 from conformance import brokers
 from conformance.casekit.context import CaseContext
 from conformance.peer import settle
-from conformance.run.options import RunOptions
+from conformance.options import RunOptions
 from conformance.wire import Attach, Begin, Flow, Transfer
 
 WATCH = 1.0          # how long late frames are watched for after the barrier (s): twice the default quiet period
@@ -90,6 +90,7 @@ def main(argv: list[str]) -> int:
     args = [a for a in argv if not a.startswith("--")]
     name = args[0]
     n = int(args[1]) if len(args) > 1 else 20
+    brokers.install_cleanup()          # the node stops at exit and on SIGTERM
     handle = brokers.start(brokers.resolve(name), timeout=30)
     out = {"broker": name, "version": handle.version, "n": n, "watch_s": WATCH, "probes": {}}
     try:

@@ -50,6 +50,7 @@ def main(argv=None) -> int:
         stop = broker.stop
     else:
         from conformance import brokers
+        brokers.install_cleanup()          # the node stops at exit and on SIGTERM
         broker = brokers.start(brokers.resolve(args.broker))
         stop = broker.managed.stop if broker.managed is not None else (lambda: None)
     proxied = ProxiedBroker(broker, None)

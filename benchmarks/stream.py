@@ -292,6 +292,7 @@ def _disposition_span(line: str) -> int:
 def bench_broker(name: str, n: int, window: int, repeat: int, trace_n: int, say) -> dict:
     say(f"starting {name}")
     t = time.perf_counter()
+    brokers.install_cleanup()          # the node stops at exit and on SIGTERM
     handle = brokers.start(brokers.resolve(name))
     started = time.perf_counter() - t
     try:

@@ -4,4 +4,4 @@
 from __future__ import annotations
 
 from .casekit.executor import broker_lock, run_case  # noqa: F401
-from .run.options import RunOptions  # noqa: F401  (the one definition; importable here as before)
+from .options import RunOptions  # noqa: F401  (the one definition; importable here as before)

@@ -22,8 +22,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "conformance"
 LAYERS: list[tuple[str, ...]] = [
     ("conformance", "conformance.errors"),                       # the version, the exit-code table
     ("conformance.verdict", "conformance.catalogue",             # vocabulary: verdicts, requirements,
-     "conformance.wire", "conformance.run.options",              # the codec; run options are plain data,
-     "=conformance.run"),                                        # and the run package's face hands on only them
+     "conformance.wire", "conformance.options"),                 # the codec; run options are plain data
     ("conformance.model", "conformance.report"),                 # the sans-IO model; rendering a report model
     ("conformance.peer",),                                       # the scripted peer (sockets, threads)
     ("conformance.brokers", "conformance.clients"),              # brokers and client libraries under test
@@ -253,3 +252,41 @@ def test_one_session_and_link_bookkeeping():
 @pytest.mark.parametrize("user", ["conformance.mutants.faults", "conformance.selftest.engine"])
 def test_the_proxy_and_the_reference_broker_keep_their_books_in_peer_state(user):
     assert BOOKS_HOME in graph()[user]
+
+
+# -- written once: the verdict vocabulary ---------------------------------------------------------------------
+
+VERDICT_HOME = "conformance.verdict"
+VERDICT_NAMES = {"pass", "fail", "non-strict", "informational", "unsupported", "error"}
+
+
+def test_one_verdict_vocabulary():
+    """The verdict names, their orders, colours and groups (judged, broken...) are spelled out in
+    conformance.verdict only: no other module writes a tuple, list, set or dict (keys) of three or more of them."""
+    found = []
+    for name, tree in _modules():
+        if name == VERDICT_HOME:
+            continue
+        for node in ast.walk(tree):
+            items = node.keys if isinstance(node, ast.Dict) else \
+                node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else []
+            named = {i.value for i in items if isinstance(i, ast.Constant) and i.value in VERDICT_NAMES}
+            if len(named) >= 3:
+                found.append(f"{name}:{node.lineno} {sorted(named)}")
+    assert found == [], "verdict names spelled out again (import them from conformance.verdict): " + "; ".join(found)
+
+
+# -- no import hidden in a string ----------------------------------------------------------------------------
+
+def test_no_module_named_above_in_a_string():
+    """A string that names a conformance module ("conformance.x.y", "conformance.x:callable", e.g. for
+    importlib or pytest's -p) counts as an import: it may name only its own layer or those below."""
+    found = []
+    for name, tree in _modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    node.value.startswith("conformance.") and " " not in node.value:
+                target = node.value.split(":")[0]
+                if _exists(target) and layer_of(target) > layer_of(name):
+                    found.append(f"{name}:{node.lineno} names {node.value}")
+    assert found == [], "modules named above their own layer: " + "; ".join(found)

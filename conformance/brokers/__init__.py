@@ -15,11 +15,11 @@ import difflib
 from dataclasses import dataclass
 
 from ..errors import BrokerUnreachable, ConformanceError, UsageError
-from ..run.options import RunOptions
+from ..options import RunOptions
 from .broker_errors import HookFailed, HookUnsupported
 from .handle import BrokerHandle, record_broker_identity
 from .interface import Broker, WrappedBroker, is_broker
-from .managed import ManagedBroker, NodeRecord, stop_all
+from .managed import ManagedBroker, NodeRecord, install_cleanup, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
 from .rabbitmq import RabbitMQ40, RabbitMQ43, RabbitMQ310
@@ -123,5 +123,5 @@ def describe(handle: BrokerHandle, spec: BrokerSpec) -> dict:
 
 __all__ = ["MANAGED", "DEFAULT_BROKER", "TESTED", "SERIES", "series", "Broker", "WrappedBroker", "is_broker",
            "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
-           "start", "attach", "describe", "record_broker_identity", "stop_all", "available_profiles", "load_profile",
+           "start", "attach", "describe", "record_broker_identity", "stop_all", "install_cleanup", "available_profiles", "load_profile",
            "Profile", "NodeRecord"]

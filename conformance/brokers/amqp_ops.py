@@ -17,7 +17,7 @@ from urllib.parse import quote
 from ..peer import Peer, PeerError, TLSOptions, Timeouts, summarize
 from ..wire import (
     Accepted, AmqpValue, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Properties, Source, Symbol, Target,
-    Transfer, decode_all, encode_message,
+    Transfer, DecodeError, decode_all, encode_message,
 )
 from .broker_errors import HookFailed
 
@@ -151,7 +151,7 @@ def management(endpoint: Endpoint, method: str, path: str, body: Any = None,
         peer.flow(handle=1, link_credit=1)
         sender = peer.state.sessions[0].links[0]
         if sender.link_credit <= 0:
-            peer.expect(Flow, handle=sender.remote_handle, link_credit=lambda c: c > 0)
+            peer.expect(Flow, handle=sender.remote_handle, link_credit=lambda c: c is not None and c > 0)
         request_id = str(uuid.uuid4())
         message = encode_message(Properties(message_id=request_id, to=path, subject=method, reply_to="$me"),
                                  AmqpValue(body))
@@ -166,7 +166,11 @@ def management(endpoint: Endpoint, method: str, path: str, body: Any = None,
 
 def _parse_reply(payload: bytes) -> tuple[int, Any]:
     status, body = 0, None
-    for section in decode_all(payload):
+    try:
+        sections = decode_all(payload)
+    except DecodeError as exc:
+        raise AmqpOpFailed(f"the management reply does not decode ({exc})") from None
+    for section in sections:
         if isinstance(section, Properties):
             with contextlib.suppress(TypeError, ValueError):
                 status = int(section.subject)

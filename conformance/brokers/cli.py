@@ -87,7 +87,8 @@ def _list(managed, default) -> int:
 
 def _up(names: list[str], port: int | None) -> int:
     from . import resolve, start
-    from .managed import _RUNNING
+    from .managed import _RUNNING, install_cleanup
+    install_cleanup()                          # a node interrupted while it starts is stopped
     for name in names:
         handle = start(resolve(name), port=port)
         node = handle.managed.node
@@ -167,5 +168,5 @@ def stop_record(r: NodeRecord) -> None:
     with contextlib.suppress(FileNotFoundError):
         r.path.unlink()
     from . import MANAGED
-    if hasattr(MANAGED.get(r.kind), "_release_chroot"):       # the RabbitMQ nodes in a debootstrap root
-        MANAGED[r.kind]()._release_chroot()
+    if r.kind in MANAGED:                                    # e.g. the RabbitMQ nodes in a debootstrap root
+        MANAGED[r.kind]().release_shared()

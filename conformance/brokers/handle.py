@@ -105,7 +105,7 @@ class BrokerHandle:
         BrokerUnreachable / AuthenticationFailed errors, which carry their exit codes). `timeout` bounds
         the connect and every frame awaited: the run's --frame-timeout (RunOptions.frame_timeout)."""
         from ..peer import Peer, Timeouts
-        from ..run.options import RunOptions
+        from ..options import RunOptions
         timeout = RunOptions().frame_timeout if timeout is None else timeout
         peer = Peer.connect(self.url, timeouts=Timeouts(frame=timeout, connect=timeout), tls=self.tls)
         try:

@@ -32,11 +32,11 @@ from __future__ import annotations
 from ..peer import ConnectFailed, PeerError, SaslFailed
 from .interface import Broker
 from ..peer.errors import CLOSE_FRAME, FIN, RESET, SOCKET_ERROR
+from ..verdict import CONCLUDED          # verdicts a silent (hung) broker could cause
 
 LOST = {FIN: "closed without a close frame (FIN)", RESET: "reset (RST)", SOCKET_ERROR: "lost (socket error)",
         CLOSE_FRAME: "closed after a close frame"}   # a broker shutting down cleanly sends close first
 STILL_SILENT = 1.0   # the close wait on a connection whose broker is already silent past a frame timeout
-CONCLUDED = ("pass", "fail", "non-strict", "informational")   # verdicts a silent (hung) broker could cause
 
 
 def process_gone(broker: Broker) -> str | None:
@@ -45,7 +45,7 @@ def process_gone(broker: Broker) -> str | None:
         if broker.alive():
             return None
         pid = broker.pid
-    except Exception:
+    except OSError:              # the process table could not be read: that proves nothing
         return None
     return f"its process{f' (pid {pid})' if pid else ''} is gone"
 
@@ -91,7 +91,7 @@ def cut_or_stalled(peers, timeout: float) -> str | None:
             # the case was over when we sent close: a broker that answers it with a reset (RabbitMQ 3.10 closes
             # with our unread transfers in its buffer) ended the connection, it was not cut under the case
             continue
-        except Exception:       # the check itself could not run (e.g. a send refused): it proves nothing
+        except (PeerError, OSError):    # the check itself could not run (e.g. a send refused): it proves nothing
             continue
     return None
 
@@ -119,10 +119,7 @@ def died_during(peers, broker: Broker, timeout: float, verdict: str | None = Non
 
 def _silent(peer) -> bool:
     silent = getattr(peer, "silent_since_timeout", None)
-    try:
-        return bool(silent()) if silent is not None else False
-    except Exception:
-        return False
+    return bool(silent()) if silent is not None else False
 
 
 def _we_closed(peer) -> bool:

@@ -2,12 +2,15 @@
 
 This module owns the lifecycle shared by every managed broker: the cache directory, a file lock around
 provisioning, free loopback ports, bounded readiness waits, the state file that `brokers down` and
-`brokers status` read, and cleanup at exit or on a signal. Broker-specific steps live in `rabbitmq` and
-`proton_c`.
+`brokers status` read, and cleanup at exit or on a signal. Importing it changes nothing: what starts nodes
+(the run's `Brokers.start`, `brokers up`) calls `install_cleanup()` first, which stops this process's nodes
+at exit and on SIGTERM/SIGHUP. `ManagedBroker` is the abstract lifecycle; the broker-specific steps live in
+`rabbitmq`, `proton_c` and the JVM brokers.
 """
 
 from __future__ import annotations
 
+import abc
 import atexit
 import contextlib
 import json
@@ -212,8 +215,9 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-class ManagedBroker:
-    """Base: subclasses implement provision(), _start(node) and _stop(node)."""
+class ManagedBroker(abc.ABC):
+    """The lifecycle of a managed node: subclasses implement provision(), provisioned(), _start() and _stop(),
+    and may release what their nodes share (`release_shared`)."""
 
     kind = ""
     description = ""
@@ -229,11 +233,13 @@ class ManagedBroker:
 
     # -- provisioning ----------------------------------------------------------------------------------
 
+    @abc.abstractmethod
     def provision(self) -> None:
-        raise NotImplementedError
+        """Install the broker into the cache (called under the provisioning lock, only when not provisioned)."""
 
+    @abc.abstractmethod
     def provisioned(self) -> bool:
-        raise NotImplementedError
+        """Whether the cache holds everything a node of this kind needs to start."""
 
     def ensure_provisioned(self) -> float:
         """Provision under a file lock (xdist workers, parallel runs); return seconds spent (0 if cached)."""
@@ -381,11 +387,18 @@ class ManagedBroker:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    @abc.abstractmethod
     def _start(self, workdir: Path, port: int | None) -> NodeRecord:
-        raise NotImplementedError
+        """Start a node in `workdir` (on `port`, or free ports) and return its record once it runs."""
 
+    @abc.abstractmethod
     def _stop(self, node: NodeRecord) -> None:
-        raise NotImplementedError
+        """Stop the node this object started."""
+
+    def release_shared(self) -> None:
+        """Release what the nodes of this kind share beyond their own directory, once none uses it (e.g. a
+        chroot's node directories and its /proc mount); `brokers down` calls it after stopping a node of
+        another process. Nothing by default."""
 
 
 class PortRace(Exception):
@@ -406,8 +419,19 @@ def _on_signal(signum, frame):
     raise SystemExit(128 + signum)
 
 
-atexit.register(stop_all)
-for _sig in (signal.SIGTERM, signal.SIGHUP):
-    with contextlib.suppress(ValueError):   # not in the main thread
-        if signal.getsignal(_sig) in (signal.SIG_DFL, None):
-            signal.signal(_sig, _on_signal)
+_cleanup_installed = False
+
+
+def install_cleanup() -> None:
+    """Stop this process's nodes at exit and on SIGTERM/SIGHUP (where no handler of another is installed).
+    Called by what starts nodes, before it starts one; idempotent. The handlers can only be installed from
+    the main thread: elsewhere the exit hook alone is."""
+    global _cleanup_installed
+    if _cleanup_installed:
+        return
+    _cleanup_installed = True
+    atexit.register(stop_all)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError):   # not in the main thread
+            if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                signal.signal(sig, _on_signal)

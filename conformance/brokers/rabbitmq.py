@@ -320,6 +320,9 @@ class ChrootRabbitMQ(RabbitMQBase):
         super()._after_failed_start()
         self._release_chroot()
 
+    def release_shared(self) -> None:
+        self._release_chroot()
+
     def _release_chroot(self) -> None:
         """Remove this node's directory inside the root, and stale ones (no running node, older than a
         startup could take); unmount /proc when no node uses the root any more."""

@@ -201,10 +201,11 @@ class CaseContext:
                        observations, requirement)
 
     def broker_alive(self) -> bool:
-        """Whether the broker process still runs (a broker that cannot tell counts as alive)."""
+        """Whether the broker process still runs (a broker that cannot tell counts as alive; one whose process
+        table cannot be read does not, so no finding rests on it)."""
         try:
             return bool(self.broker.alive())
-        except Exception:
+        except OSError:
             return False
 
     def describe_error(self, exc: BaseException) -> str:

@@ -3,7 +3,8 @@
 This module owns the order of judging: the case body runs and records findings (a halted step ends the
 body, not the judging); then the flow-control model judges every transcript and the open obligations are
 checked; then every finding must name a requirement the case declares (else the suite is wrong: ERROR,
-naming the case to fix); then the verdict is the worst finding by its level (`VERDICT_FOR_LEVEL`), or the
+naming the case to fix; so is a predicate that raises, a message body that does not decode and an import
+that fails in the case); then the verdict is the worst finding by its level (`VERDICT_FOR_LEVEL`), or the
 case's own outcome when nothing was found. A peer failure outside a judged step or a crash is ERROR
 (unless a MUST was already found broken: that stands, with the error kept in the observations). A verdict
 resting on a connection that was reset or stalled, or on a broker that died or stopped answering during the
@@ -27,7 +28,8 @@ from pathlib import Path
 
 from ..brokers.broker_errors import HookUnsupported
 from ..brokers.liveness import cut_or_stalled, died_during
-from ..run.options import RunOptions
+from ..peer import PeerError, PredicateError
+from ..options import RunOptions
 from ..verdict import CaseResult, Verdict
 from .findings import (
     CaseConclusion, CaseHalted, Outcome, OutcomeKind, SubjectUnobservable, SuiteError, ordered, verdict_of,
@@ -100,11 +102,14 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
             except HookUnsupported as exc:  # the broker lacks a hook the case needs: a fact, not a failure
                 outcome = None
                 result.verdict, result.reason = Verdict.UNSUPPORTED, str(exc)
-            except SuiteError as exc:
+            except (SuiteError, PredicateError) as exc:   # a bug in the suite: never the broker's verdict
                 error = f"suite error in case {spec.id}: {exc}"
+            except ImportError as exc:    # the case imports something that is not there (our package broken)
+                error = f"suite error in case {spec.id}: an import failed: {type(exc).__name__}: {exc}"
+                result.observations["traceback"] = traceback.format_exc(limit=8)
             except Exception as exc:  # the run itself broke
                 error = ctx.describe_error(exc)
-                if not _is_peer_error(exc):
+                if not isinstance(exc, PeerError):
                     result.observations["traceback"] = traceback.format_exc(limit=8)
             finally:
                 if result.verdict is not Verdict.UNSUPPORTED:
@@ -202,10 +207,3 @@ def _conclude(result: CaseResult, spec: CaseSpec, ctx, outcome: Outcome | None, 
     else:
         result.verdict, result.reason = outcome.verdict, outcome.reason
 
-
-def _is_peer_error(exc: BaseException) -> bool:
-    try:
-        from ..peer import PeerError
-    except ImportError:
-        return False
-    return isinstance(exc, PeerError)

@@ -18,9 +18,9 @@ from ..peer import (
 )
 from ..wire import (
     Accepted, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Header, Rejected, SequenceNo, Source, Target,
-    Transfer, decode_all, encode_message, serial_add, serial_diff,
+    Transfer, DecodeError, decode_all, encode_message, serial_add, serial_diff,
 )
-from .findings import CaseHalted, SubjectUnobservable
+from .findings import CaseHalted, SubjectUnobservable, SuiteError
 
 AUTO = object()   # "fill this field from tracked state"
 
@@ -59,14 +59,13 @@ class ScriptError(Exception):
 
 
 def _body_of(frames) -> bytes:
+    """The data section of the message the transfer frames carry (the payload when it has none). A payload
+    that does not decode is a suite error naming the transfer: never raw bytes judged as if they were a body."""
     payload = b"".join(f.payload for f in frames)
     try:
-        for section in decode_all(payload):
-            if isinstance(section, Data):
-                return section.value
-    except Exception:
-        pass
-    return payload
+        return next((section.value for section in decode_all(payload) if isinstance(section, Data)), payload)
+    except DecodeError as exc:
+        raise SuiteError(f"the message in {summarize(frames[0])} does not decode ({exc}): no body to judge") from None
 
 
 class ConnectionScript:

@@ -11,7 +11,7 @@ import importlib
 import pkgutil
 
 from .. import catalogue
-from ..errors import UnknownCaseError
+from ..errors import RunBroken, UnknownCaseError
 from ..casekit.spec import CLIENT_REGISTRY, REGISTRY, CaseSpec, case  # noqa: F401
 
 _loaded = False
@@ -24,7 +24,7 @@ def load_all() -> dict[str, CaseSpec]:
     if not _loaded:
         for info in pkgutil.iter_modules(__path__):
             if info.name.startswith("s") and info.name[1:2].isdigit():
-                importlib.import_module(f"{__name__}.{info.name}")
+                _import_section(f"{__name__}.{info.name}")
         _loaded = True
     return dict(sorted(REGISTRY.items(), key=lambda kv: case_sort_key(kv[0])))
 
@@ -36,9 +36,19 @@ def load_clients() -> dict[str, CaseSpec]:
     if not _clients_loaded:
         for info in pkgutil.iter_modules(__path__):
             if info.name.startswith("client_s") and info.name[8:9].isdigit():
-                importlib.import_module(f"{__name__}.{info.name}")
+                _import_section(f"{__name__}.{info.name}")
         _clients_loaded = True
     return dict(sorted(CLIENT_REGISTRY.items(), key=lambda kv: case_sort_key(kv[0])))
+
+
+def _import_section(module: str) -> None:
+    """Import one section module; one that fails to import is a suite error naming it (never a traceback,
+    never a run that silently lacks its cases)."""
+    try:
+        importlib.import_module(module)
+    except Exception as exc:     # whatever the module raised: the one documented error, naming the module
+        raise RunBroken(f"suite error: the case module {module} does not import ({type(exc).__name__}: {exc}); "
+                        "fix it (python -c 'import " + module + "' shows the traceback)") from exc
 
 
 def case_sort_key(case_id: str) -> tuple:

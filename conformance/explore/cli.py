@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import EXIT_MUST_FAILED, EXIT_OK, BadResults, ConformanceError, RunBroken, UsageError
-from ..run import options as run_options
+from .. import options as run_options
 
 
 def register(sub) -> None:

@@ -24,7 +24,7 @@ from .. import catalogue
 from ..peer import settle
 from ..model import FlowOracle
 from ..peer import ExpectationTimeout, Peer, Timeouts
-from ..run.options import RunOptions, default_reports_dir
+from ..options import RunOptions, default_reports_dir
 from ..wire import Attach, Begin, Close, Detach, End, Transfer, serial_add
 
 CHANNEL, HANDLE = 0, 0

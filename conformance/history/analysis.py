@@ -16,10 +16,7 @@ from collections import defaultdict
 from .. import __version__, catalogue
 from .store import VERDICTS, History
 
-JUDGED = ("pass", "fail", "non-strict")
-# For the verdict of a requirement judged by several cases: a broken requirement or a broken run shows first;
-# then pass (some case saw it hold) over informational and unsupported (no case decided it).
-REQUIREMENT_SEVERITY = {"fail": 5, "non-strict": 4, "error": 3, "pass": 2, "informational": 1, "unsupported": 0}
+from ..verdict import JUDGED, REQUIREMENT_SEVERITY   # defined once, in conformance.verdict
 TREND_DAYS = 30
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ConformanceError, UsageError
+from ..verdict import UNTESTABLE      # verdicts that say nothing of a build: bisect skips it
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 BISECT_GOOD, BISECT_BAD, BISECT_SKIP = 0, 1, 125
@@ -158,7 +159,6 @@ class ChangeResult:
     note: str = ""
 
 
-UNTESTABLE = ("error", "unsupported")
 def change_kind(before: str, after: str) -> str:
     """A regression (a passing verdict becomes a failing one: fail, non-strict), a fix (the other way round),
     or a change (e.g. informational -> pass: what the broker does changed, not whether it conforms)."""
@@ -284,7 +284,7 @@ def run_case_on(build: Build, case, reports_dir: Path, options=None, console=Non
     history learns) and return its record. A build that cannot be started gives an `error` record without a
     run directory (`run_id` None); bisect skips it."""
     from ..run.engine import Plan, execute
-    from ..run.options import RunOptions
+    from ..options import RunOptions
     from ..verdict import CaseResult, Verdict
     options = options or RunOptions(workers=0, reports_dir=reports_dir)
     try:

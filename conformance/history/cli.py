@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from ..errors import EXIT_MUST_FAILED, EXIT_OK, ConformanceError, SparkUnavailable, UsageError
-from ..run import options as run_options
+from .. import options as run_options
 from ..run import selection
 from ..run.directory import atomic_write_text
 

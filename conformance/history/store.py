@@ -33,7 +33,7 @@ from filelock import FileLock, Timeout
 from ..errors import BadResults
 from ..run.directory import count_records, read_records
 
-VERDICTS = ("pass", "fail", "non-strict", "informational", "unsupported", "error")
+from ..verdict import VERDICTS   # the vocabulary is defined once, in conformance.verdict
 
 # What the history keeps of a record (titles come from the catalogue; run-level facts stay in runs.json).
 # requirement_ids is kept as the record's JSON text (e.g. '["2.6.7/credit-formula"]'): one dictionary-encoded

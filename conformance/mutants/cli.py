@@ -16,7 +16,7 @@ import difflib
 import sys
 
 from ..errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK, UsageError
-from ..run import options as run_options
+from .. import options as run_options
 from ..run import selection
 
 

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 
 from ..catalogue import faults as fault_catalogue
-from ..run.options import RunOptions
+from ..options import RunOptions
 from ..wire import Attach, DecodeError, EncodeError, decode_frame, encode_frame
 from .faults import Mutation, mutation_for
 

@@ -17,16 +17,17 @@ from pathlib import Path
 
 from ..catalogue import faults as fault_catalogue
 from ..run.engine import Outcome, Plan, execute
-from ..run.options import RunOptions
-from ..run.targets import Target
+from ..options import RunOptions
+from ..run.targets import Target, register_wrapper
+from ..verdict import BROKEN, VERDICTS
 from .handle import ProxiedBroker
 from .proxy import Transport, transport_for
 
+WRAPPER = "mutant-proxy"     # what the selfcheck targets name as their wrapper (`register`)
 DIRECT = "direct"
 PROXY = "proxy"
-DETECTING = ("fail", "non-strict")
-SHORT = {"pass": "pass", "fail": "FAIL", "non-strict": "n-s", "informational": "info", "unsupported": "unsup",
-         "error": "ERROR"}
+DETECTING = BROKEN
+SHORT = dict(zip(VERDICTS, ("pass", "FAIL", "n-s", "info", "unsup", "ERROR")))    # matrix cells, in VERDICTS order
 
 
 class SelfcheckProxy(ProxiedBroker):
@@ -63,6 +64,17 @@ def proxied(broker, config: str, label: str) -> SelfcheckProxy:
     return SelfcheckProxy(broker, None if config == PROXY else config, label)
 
 
+def register() -> None:
+    """Register the selfcheck targets' wrapper (`proxied`) with the run pipeline, in this process."""
+    register_wrapper(WRAPPER, proxied)
+
+
+def pytest_configure(config) -> None:
+    """Every process of a selfcheck run (this module is a pytest plugin of the plan: `-p`) registers the
+    wrapper its targets name: the run pipeline knows it by that name only."""
+    register()
+
+
 def configs_for(faults: list[str]) -> list[str]:
     return [DIRECT, PROXY] + list(faults)
 
@@ -71,7 +83,7 @@ def targets_for(broker_name: str, faults: list[str]) -> dict[str, Target]:
     """config -> the target that runs it."""
     out = {DIRECT: Target(broker_name, broker_name)}
     for config in configs_for(faults)[1:]:
-        out[config] = Target(f"{broker_name}+{config}", broker_name, wrap=f"{__name__}:proxied", wrap_arg=config)
+        out[config] = Target(f"{broker_name}+{config}", broker_name, wrap=WRAPPER, wrap_arg=config)
     return out
 
 
@@ -85,8 +97,9 @@ def run_selfcheck(broker, cases: list, faults: list[str], *, options: RunOptions
     options = options or RunOptions()
     name = broker.name
     targets = targets_for(name, faults)
+    register()
     plan = Plan(list(cases), [broker], options, targets=list(targets.values()), meta={"kind": "selfcheck"},
-                selection={**(selection or {}), "faults": list(faults)})
+                selection={**(selection or {}), "faults": list(faults)}, pytest_args=["-p", __name__])
     outcome = execute(plan, console)
     by_label = {t.label: config for config, t in targets.items()}
     runs = {config: {"verdicts": {}, "records": {}, "duration_s": 0.0} for config in targets}

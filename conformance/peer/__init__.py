@@ -22,8 +22,8 @@ for except heartbeats (empty frames at half the other side's idle-time-out, reco
 
 from .connection import Peer, TLSOptions, Timeouts
 from .errors import (
-    ConnectFailed, ConnectionLost, ExpectationTimeout, MalformedInput, NotAmqp, PeerError, SaslFailed, ScriptError,
-    UnexpectedFrame,
+    ConnectFailed, ConnectionLost, ExpectationTimeout, MalformedInput, NotAmqp, PeerError, PredicateError, SaslFailed,
+    ScriptError, UnexpectedFrame,
 )
 from .ladder import summarize
 from .expectations import Precluded, matches
@@ -37,5 +37,5 @@ from .url import BrokerAddress, parse_url
 __all__ = [
     "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "client_handshake", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
     "LinkState", "BrokerAddress", "parse_url", "PeerError", "ExpectationTimeout", "UnexpectedFrame",
-    "ConnectionLost", "Precluded", "MalformedInput", "NotAmqp", "ConnectFailed", "SaslFailed", "ScriptError", "summarize", "matches", "settle",
+    "ConnectionLost", "Precluded", "MalformedInput", "NotAmqp", "ConnectFailed", "SaslFailed", "ScriptError", "PredicateError", "summarize", "matches", "settle",
 ]

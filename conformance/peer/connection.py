@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ..run.options import DEFAULTS
+from ..options import DEFAULTS
 from ..wire import (
     AMQP_HEADER, Accepted, Attach, Begin, Close, Detach, Disposition, End, Error, Flow, Frame, Open,
     ProtocolHeader, SaslInit, Source, Symbol, Target, Transfer, encode_frame, heartbeat,

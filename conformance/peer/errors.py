@@ -28,6 +28,23 @@ def arrivals(frames: list) -> str:
     return f"arrived{more}: {shown}"
 
 
+class PredicateError(Exception):
+    """A pattern's predicate (`where=`, `unless=` or a field predicate) raised: a bug in the script, never the
+    broker's doing. Not a `PeerError` (nothing about the conversation): it ends the wait at once, and the case
+    runner reports it as a suite error naming the case, the predicate, the frame and the exception."""
+
+    def __init__(self, role: str, predicate, frame, exc: BaseException):
+        self.role = role
+        self.predicate = predicate
+        self.frame = frame
+        self.exc = exc
+        code = getattr(predicate, "__code__", None)
+        where = f" ({code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})" if code is not None else ""
+        name = getattr(predicate, "__qualname__", repr(predicate))
+        super().__init__(f"the {role} predicate {name}{where} raised {type(exc).__name__}: {exc} "
+                         f"on {describe(frame)}")
+
+
 class ExpectationTimeout(PeerError):
     def __init__(self, description: str, waited: float, arrived: list):
         self.description = description

@@ -4,7 +4,8 @@ This module owns the inbox semantics. Frames arrive in order into the inbox. `ex
 arrival order and removes the first frame that matches; frames that do not match stay for later
 expectations. `arrived` keeps every incoming frame whether expected or not. Every wait has a bound and says
 what it waited for when it runs out; a connection that ended or bytes that could not be decoded end every
-wait at once with the error that says so.
+wait at once with the error that says so. A predicate that raises is a bug in the script: it ends the wait
+at once with `PredicateError` (never "no match", which would become a broker finding after the timeout).
 
 `Expectations` is the part of `Peer` that waits; it reads the peer's inbox under the peer's condition
 (`_cond`, `_inbox`, `arrived`, `_failure`, `ending`, `timeouts`), which the peer's reading fills. A waiting
@@ -19,7 +20,7 @@ from itertools import islice
 from typing import Any, Callable
 
 from ..wire import Close, Detach, End, Error, Frame, ProtocolHeader
-from .errors import ConnectionLost, ExpectationTimeout, ScriptError, UnexpectedFrame
+from .errors import ConnectionLost, ExpectationTimeout, PredicateError, ScriptError, UnexpectedFrame
 
 
 class Precluded(ExpectationTimeout):
@@ -42,14 +43,20 @@ def _kinds(kinds) -> tuple:
     return (kinds,)
 
 
-def _field_matches(want: Any, have: Any) -> bool:
+def _holds(predicate: Callable, value: Any, role: str, frame: Any) -> bool:
+    """`predicate(value)`; a predicate that raises is a bug in the script (`PredicateError`), never "no
+    match": that would turn a typo into a broker finding after the frame timeout."""
+    try:
+        return bool(predicate(value))
+    except Exception as exc:      # any exception of the predicate becomes the one documented error
+        raise PredicateError(role, predicate, frame, exc) from exc
+
+
+def _field_matches(want: Any, have: Any, name: str, frame: Any) -> bool:
     if isinstance(want, type):                 # a class: state=Accepted
         return isinstance(have, want)
-    if callable(want):                         # a predicate; one that raises (e.g. on None) does not match
-        try:
-            return bool(want(have))
-        except Exception:
-            return False
+    if callable(want):                         # a predicate: it sees None for an absent field
+        return _holds(want, have, f"{name}=", frame)
     return have == want
 
 
@@ -62,14 +69,16 @@ def matches(item: Any, kinds: tuple, channel: int | None, where: Callable | None
     if channel is not None and item.channel != channel:
         return False
     for name, want in fields.items():
-        if not _field_matches(want, getattr(item.body, name, None)):
+        if not _field_matches(want, getattr(item.body, name, None), name, item):
             return False
     if where is None:
         return True
-    try:
-        return bool(where(item))
-    except Exception:
-        return False
+    return _holds(where, item, "where=", item)
+
+
+def unless_matches(item: Any, unless: Callable) -> bool:
+    """Whether a received frame rules the awaited one out (`expect(..., unless=)`)."""
+    return isinstance(item, Frame) and item.body is not None and _holds(unless, item, "unless=", item)
 
 
 def check_fields(kinds: tuple, fields: dict) -> None:
@@ -199,7 +208,7 @@ class Expectations:
                 if accept(seq, item):
                     del self._inbox[i]
                     return item
-                if (after is None or seq >= after) and matches(item, (), None, unless, {}):
+                if (after is None or seq >= after) and unless_matches(item, unless):
                     raise Precluded(what(), item, list(self.arrived))
             return None
         return self._wait(what, timeout, find)

@@ -3,6 +3,7 @@
 This module owns the page: the requirement x broker@version matrix, scores by section and level, the
 compliance chart, regressions and fixes, flaky cases, duration trends and one click-through page per case
 (shown with CSS `:target`, no script). Everything is inline (CSS and SVG); the page makes no network request.
+The stylesheet is `static/report.css`, package data read with importlib.resources and inlined.
 Every text from the model is HTML-escaped; the only markup let through is `<sub>` in requirement sentences.
 Model layout: `conformance.report.model`.
 """
@@ -11,31 +12,19 @@ from __future__ import annotations
 
 import html
 import re
+from importlib.resources import files
 from collections import Counter, defaultdict
 from typing import Iterable
 
 from .clients import render_client_matrix
+from ..verdict import BROKEN, HTML_COLOUR, MEANING, Verdict
 from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
 
+_STATIC = files("conformance.report") / "static"
+
 # Verdict -> (background, text colour, label). "not-run" is the blank cell.
-VERDICT_STYLE = {
-    "pass": ("#1a7f37", "#ffffff", "pass"),
-    "fail": ("#cf222e", "#ffffff", "fail"),
-    "non-strict": ("#e3a008", "#1f2328", "non-strict"),
-    "informational": ("#54aeff", "#0b2541", "informational"),
-    "unsupported": ("#afb8c1", "#1f2328", "unsupported"),
-    "error": ("#8250df", "#ffffff", "error"),
-    "not-run": ("#f4f5f7", "#57606a", ""),
-}
-VERDICT_MEANING = {
-    "pass": "every requirement the case checks held",
-    "fail": "a MUST-level requirement was broken",
-    "non-strict": "a SHOULD-level requirement was broken",
-    "informational": "behaviour the spec leaves open, recorded",
-    "unsupported": "the broker profile lacks a hook the case needs",
-    "error": "the run itself broke",
-    "not-run": "not judged on this broker@version",
-}
+VERDICT_STYLE = {**{name: (*HTML_COLOUR[name], name) for name in VERDICTS}, "not-run": ("#f4f5f7", "#57606a", "")}
+VERDICT_MEANING = {**{v.value: MEANING[v] for v in Verdict}, "not-run": "not judged on this broker@version"}
 # Bar colours of the chart, one per broker; none is a verdict colour.
 BROKER_PALETTE = ("#0550ae", "#0a6b73", "#953800", "#57606a", "#6639ba", "#116329")
 
@@ -110,97 +99,12 @@ def series_starts(columns: list[dict]) -> set[str]:
 # -- page parts ---------------------------------------------------------------------------------------------
 
 def render_css() -> str:
+    """The page's style: static/report.css (shipped with the package) and the verdict colours
+    (conformance.verdict), inlined into the page."""
     verdict_rules = "\n".join(
         f".verdict-{name}{{background:{bg};color:{fg}}} .verdict-{name} a{{color:{fg}}}"
         for name, (bg, fg, _) in VERDICT_STYLE.items())
-    return """
-*{box-sizing:border-box}
-html{scroll-behavior:auto}
-body{margin:0;background:#ffffff;color:#1f2328;font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,
- "Noto Sans","Liberation Sans",Arial,sans-serif}
-a{color:#0550ae;text-decoration:none} a:hover{text-decoration:underline}
-code,pre,.mono{font-family:ui-monospace,"SFMono-Regular","DejaVu Sans Mono","Liberation Mono",Menlo,monospace}
-header.top{background:#24292f;color:#ffffff;padding:18px 28px 14px}
-header.top h1{margin:0 0 4px;font-size:22px;font-weight:600;letter-spacing:.2px}
-header.top .meta{color:#d0d7de;font-size:13px}
-nav.toc{position:sticky;top:0;z-index:5;background:#f6f8fa;border-bottom:1px solid #d0d7de;padding:8px 28px;
- font-size:13px}
-nav.toc a{margin-right:18px;font-weight:500}
-main{padding:8px 28px 40px}
-section.block{margin:26px 0 10px}
-h2{font-size:18px;margin:0 0 10px;padding-bottom:6px;border-bottom:1px solid #d8dee4;font-weight:600}
-h3{font-size:15px;margin:18px 0 8px;font-weight:600}
-p.note{color:#57606a;margin:4px 0 10px;font-size:13px}
-.cards{display:flex;flex-wrap:wrap;gap:12px}
-.card{border:1px solid #d0d7de;border-radius:8px;padding:10px 14px;min-width:200px;background:#ffffff}
-.card .name{font-weight:600} .card .ver{color:#57606a;margin-left:6px}
-.card .score{font-size:26px;font-weight:600;margin:2px 0}
-.card .sub{color:#57606a;font-size:12px}
-.legend{display:flex;flex-wrap:wrap;gap:14px;margin:6px 0 12px;font-size:12.5px;color:#424a53}
-.legend .swatch{display:inline-block;width:14px;height:14px;border-radius:3px;vertical-align:-2px;margin-right:5px;
- border:1px solid rgba(31,35,40,.15)}
-.matrix-wrap{overflow:auto;width:fit-content;max-width:100%;border:1px solid #d0d7de;border-radius:8px;max-height:88vh}
-table{border-collapse:separate;border-spacing:0}
-table#matrix{border-spacing:2px;background:#ffffff}
-#matrix thead th{position:sticky;top:0;z-index:3;background:#ffffff;border-bottom:2px solid #d0d7de;
- padding:6px 8px;font-weight:600;vertical-align:bottom}
-#matrix th.corner{left:0;z-index:4;text-align:left;min-width:300px}
-#matrix th.broker-col{width:150px;min-width:150px;text-align:center}
-.col-broker{display:block;font-size:12.5px}
-#matrix th.series-start{border-left:2px solid #8c959f}
-.col-version{display:block;font-size:12px;color:#57606a;font-weight:500}
-#matrix tr.section-row th{background:#eaeef2;text-align:left;font-size:12.5px;padding:5px 8px;color:#24292f}
-#matrix tr.section-row .sticky-label{position:sticky;left:8px}
-#matrix tr.section-row .part{color:#57606a;font-weight:400;margin-left:8px}
-#matrix th.req{position:sticky;left:0;z-index:2;background:#ffffff;text-align:left;font-weight:400;
- padding:4px 8px;box-shadow:2px 0 0 #d8dee4;white-space:nowrap}
-#matrix th.req .req-id{font-size:12.5px;margin-right:8px}
-td.cell{width:150px;min-width:150px;max-width:150px;height:38px;text-align:center;vertical-align:middle;
- padding:3px 6px;border-radius:4px;font-size:12.5px;line-height:1.25}
-td.cell .verdict-label{display:block;font-weight:600}
-td.cell .case-links{display:block;font-size:10.5px;opacity:.92}
-td.cell .case-links a{margin:0 2px}
-td.cell.verdict-not-run{border:1px dashed #d0d7de}
-.level{display:inline-block;font-size:10.5px;font-weight:600;border-radius:10px;padding:0 7px;line-height:17px;
- border:1px solid #d0d7de;color:#424a53;background:#ffffff}
-.level-MUST{border-color:#cf222e;color:#a40e26}
-.level-SHOULD{border-color:#bf8700;color:#7d4e00}
-.level-MAY{border-color:#0969da;color:#0550ae}
-.badge{display:inline-block;font-size:11.5px;font-weight:600;border-radius:10px;padding:0 8px;line-height:18px}
-.kind-regression{background:#ffebe9;color:#a40e26;border:1px solid #ff8182}
-.kind-fix{background:#dafbe1;color:#116329;border:1px solid #4ac26b}
-.kind-change{background:#f6f8fa;color:#424a53;border:1px solid #d0d7de}
-table.data{font-size:13px;margin:4px 0 12px}
-table.data th,table.data td{padding:5px 10px;border-bottom:1px solid #d8dee4;text-align:left;vertical-align:middle}
-table.data thead th{background:#f6f8fa;font-weight:600;border-bottom:1px solid #d0d7de}
-table.data td.num{text-align:right;font-variant-numeric:tabular-nums}
-.scorebar{display:inline-block;width:64px;height:7px;background:#eaeef2;border-radius:4px;margin-right:6px;
- vertical-align:1px;overflow:hidden}
-.scorebar span{display:block;height:100%;background:#0550ae}
-.dim{color:#8c959f}
-.trend svg{vertical-align:middle;margin-right:8px}
-.trend-text{display:inline-block;vertical-align:middle;font-size:11.5px;color:#57606a;line-height:1.3}
-.slower{color:#a40e26;font-weight:600;font-size:11.5px;margin-left:4px}
-svg text{font-family:system-ui,"Noto Sans","Liberation Sans",Arial,sans-serif}
-.case-page{display:none}
-.case-page:target{display:block;position:fixed;inset:0;z-index:20;overflow:auto;background:#ffffff}
-.case-page .page{max-width:1200px;padding:18px 28px 60px}
-.back{display:inline-block;margin-bottom:12px;font-weight:600}
-.case-page h2 .case-id{font-family:ui-monospace,"DejaVu Sans Mono",monospace;margin-right:10px;color:#57606a}
-blockquote.requirement{margin:8px 0;padding:8px 14px;border-left:4px solid #d0d7de;background:#f6f8fa;
- border-radius:0 6px 6px 0}
-blockquote.requirement .req-head{font-size:12.5px;color:#57606a;margin-bottom:3px}
-blockquote.requirement .req-head code{color:#1f2328;font-weight:600;margin-right:6px}
-article.result{border:1px solid #d0d7de;border-radius:8px;margin:12px 0;padding:10px 14px}
-article.result header{display:flex;flex-wrap:wrap;align-items:center;gap:10px}
-article.result .column-name{font-weight:600}
-article.result .facts{color:#57606a;font-size:12.5px}
-article.result .reason{margin:8px 0 4px}
-pre.ladder{background:#0d1117;color:#e6edf3;padding:10px 12px;border-radius:6px;overflow:auto;font-size:12px;
- line-height:1.4;margin:6px 0 0}
-details summary{cursor:pointer;color:#0550ae;font-size:12.5px;margin-top:4px}
-.unfinished{border-left:4px solid #bf8700;background:#fff8c5;padding-left:12px}
-""" + verdict_rules
+    return "\n" + _STATIC.joinpath("report.css").read_text("utf-8") + verdict_rules
 
 
 def render_header(model: dict) -> str:
@@ -487,7 +391,7 @@ def render_case_page(case: dict, model: dict, anchors: Anchors, requirements: di
                 + "".join(f"<li>{esc(line)}</li>" for line in others) + "</ul></div>") if others else ""  # one first
         ladder = ""
         if cell["ladder"]:
-            is_open = " open" if cell["verdict"] in ("fail", "non-strict", "error") else ""
+            is_open = " open" if cell["verdict"] in BROKEN + (Verdict.ERROR.value,) else ""
             ladder = (f'<details{is_open}><summary>Transcript (ladder diagram)</summary>'
                       f'<pre class="ladder">{esc(cell["ladder"])}</pre></details>')
         results.append(f'<article class="result" data-column="{esc(column["key"])}"><header>'

@@ -50,10 +50,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..verdict import SEVERITY, Verdict
-
-VERDICTS = tuple(v.value for v in Verdict)
-JUDGED_VERDICTS = ("pass", "fail", "non-strict")
+from ..verdict import BROKEN, JUDGED as JUDGED_VERDICTS, REQUIREMENT_SEVERITY, SEVERITY, VERDICTS, Verdict
 LEVELS = ("MUST", "SHOULD", "MAY", "informative")
 CHANGE_KINDS = ("regression", "fix", "change")
 
@@ -88,7 +85,7 @@ TOP_LEVEL_LISTS = ("columns", "requirements", "cases", "cells", "requirement_cel
 def _example_findings(case_id: str, verdict: str) -> list[str]:
     """Findings of an example cell, deciding first (a fail also broke a SHOULD on the way)."""
     violated = _EXAMPLE_VIOLATED.get(case_id)
-    if verdict not in ("fail", "non-strict") or not violated:
+    if verdict not in BROKEN or not violated:
         return []
     out = [f"{violated} ({'MUST' if verdict == 'fail' else 'SHOULD'}, {verdict}): {_EXAMPLE_REASONS[verdict]}"]
     if verdict == "fail":
@@ -320,13 +317,13 @@ _EXAMPLE_VERDICTS = {
 }
 
 _EXAMPLE_REASONS = {
-    "pass": "every requirement the case checks held",
-    "fail": 'a transfer arrived beyond the delivery-limit: expected link-credit <= 0 after "flow", '
+    Verdict.PASS.value: "every requirement the case checks held",
+    Verdict.FAIL.value: 'a transfer arrived beyond the delivery-limit: expected link-credit <= 0 after "flow", '
             "got transfer(handle=0, delivery-id=50, settled=false) & more",
-    "non-strict": "no flow answered echo=true within 0.5 s (<quiet-period>)",
-    "informational": "no transfer without credit; the broker sent no flow",
-    "unsupported": "the profile has no memory_alarm hook",
-    "error": "broker closed the connection: amqp:internal-error \"node <rabbit@localhost> down\"",
+    Verdict.NON_STRICT.value: "no flow answered echo=true within 0.5 s (<quiet-period>)",
+    Verdict.INFORMATIONAL.value: "no transfer without credit; the broker sent no flow",
+    Verdict.UNSUPPORTED.value: "the profile has no memory_alarm hook",
+    Verdict.ERROR.value: "broker closed the connection: amqp:internal-error \"node <rabbit@localhost> down\"",
 }
 
 _EXAMPLE_VIOLATED = {"2.6.7/3": "2.6.7/credit-formula", "2.6.7/5": "2.6.7/credit-formula",
@@ -405,7 +402,7 @@ def example_model() -> dict:
                 "reason": _EXAMPLE_REASONS[verdict], "run_id": column["last_run_id"],
                 "duration_s": round(0.05 + 0.13 * case_number + 0.21 * column_index, 3),
                 "ladder": None if verdict == "unsupported" else _example_ladder(case_id, verdict),
-                "violated": _EXAMPLE_VIOLATED.get(case_id) if verdict in ("fail", "non-strict") else None,
+                "violated": _EXAMPLE_VIOLATED.get(case_id) if verdict in BROKEN else None,
                 "findings": _example_findings(case_id, verdict), "verdict_counts": counts, "flaky": flaky,
             })
 
@@ -414,7 +411,7 @@ def example_model() -> dict:
         for column in columns:
             behind = [c for c in cells if c["column"] == column["key"] and c["case_id"] in requirement["cases"]]
             if behind:
-                worst = max((c["verdict"] for c in behind), key=lambda v: SEVERITY[Verdict(v)])
+                worst = max((c["verdict"] for c in behind), key=REQUIREMENT_SEVERITY.__getitem__)
                 requirement_cells.append({"requirement_id": requirement["id"], "column": column["key"],
                                           "verdict": worst, "case_ids": [c["case_id"] for c in behind]})
 

@@ -1,11 +1,12 @@
-"""The run pipeline: options, case selection, brokers and targets, the one run loop, the run directory and
-the console. Every command that runs cases (`run`, `selfcheck`, `bisect`, `bisect-run`) and the reference
-runs of the suite's own tests go through `execute(Plan(...))`; `replay` uses its options and brokers.
+"""The run pipeline: case selection, brokers and targets, the one run loop, the run directory and the
+console (the run's options are `conformance.options`, plain data every layer reads). Every command that
+runs cases (`run`, `selfcheck`, `bisect`, `bisect-run`) and the reference runs of the suite's own tests go
+through `execute(Plan(...))`; `replay` uses its options and brokers.
 
-    options     RunOptions: the one set of defaults, validation and flags
     selection   select_cases(selectors, keyword): ids, sections, requirement ids, -k expressions
     targets     Brokers (start / check / attach / stop) and Target (a broker, possibly wrapped)
     engine      Plan, execute, Outcome, exit_code; the Pipeline pytest plugin object
+    plugin      the pytest plugin the engine loads in every process: options, parametrisation, fixtures
     directory   RunDirectory: run.json, results.jsonl, transcripts
     console     Console: the verdict lines, progress bar and closing verdict table
     cli         `amqp-conformance run`
@@ -13,6 +14,6 @@ runs of the suite's own tests go through `execute(Plan(...))`; `replay` uses its
 The data path of one case is drawn in docs/architecture.md.
 """
 
-from .options import RunOptions
+from ..options import RunOptions
 
 __all__ = ["RunOptions"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from . import options as run_options
+from .. import options as run_options
 from . import selection
 
 

@@ -23,9 +23,7 @@ import time
 from collections import Counter, defaultdict
 from typing import TextIO
 
-ORDER = ("pass", "fail", "non-strict", "informational", "unsupported", "error")
-COLOURS = {"pass": "32", "fail": "1;31", "non-strict": "33", "informational": "36", "unsupported": "35",
-           "error": "1;41;97"}
+from ..verdict import ANSI_COLOUR as COLOURS, VERDICTS as ORDER
 WIDTH = max(len(v) for v in ORDER)
 
 

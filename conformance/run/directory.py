@@ -30,7 +30,7 @@ from filelock import FileLock
 from .. import __version__
 from ..errors import BadResults
 from ..verdict import CaseResult
-from .options import default_reports_dir
+from ..options import default_reports_dir
 
 
 def new_run_id(now: _dt.datetime | None = None) -> str:

@@ -8,7 +8,7 @@ items over worker processes (-n), the junitxml plugin writes junit.xml, allure-p
 Its own console output is kept off the terminal; the `console` shows the verdicts instead.
 
 `Pipeline` is that plugin object, in three roles: the controller of a run (`execute`, or `pytest --broker ...`
-through `conformance.pytest_plugin`), a pytest-xdist worker (built from what the controller sends it), or
+through `conformance.run.plugin`), a pytest-xdist worker (built from what the controller sends it), or
 both at once when cases run in this process (-n 0/1). Every case of every command goes through
 `Pipeline.run_one`, the only caller of the one-case runner (`conformance.runner.run_case`): run it, let a
 wrapped broker annotate it, append it to results.jsonl, and hand its record to the controller on the test
@@ -30,24 +30,15 @@ from pathlib import Path
 
 import pytest
 
-from ..errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK, ConformanceError, RunBroken, UsageError
+from ..errors import ConformanceError, RunBroken, UsageError
+from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
 from .directory import RunDirectory, read_records
-from .options import RunOptions
+from ..options import RunOptions
 from .targets import Brokers, Target
 
 TEST = "test_case"                      # the suite's one test function: one item per case x target
 WORKER_INPUT = "amqp_conformance"        # key of the plan in pytest-xdist's workerinput
 PIPELINE = pytest.StashKey["Pipeline"]()
-
-
-def exit_code(records: list[dict]) -> int:
-    """A finished run's exit code: 14 when any case ended in error (the run broke there), else 1 when a
-    MUST-level case failed, else 0. (Errors before anything ran have their own codes, raised earlier.)"""
-    if any(r.get("verdict") == "error" for r in records):
-        return EXIT_CASE_ERROR
-    if any(r.get("verdict") == "fail" and r.get("level") == "MUST" for r in records):
-        return EXIT_MUST_FAILED
-    return EXIT_OK
 
 
 @dataclass
@@ -141,7 +132,7 @@ def _argv(plan: Plan, options: RunOptions, run: RunDirectory) -> list[str]:
     # directory `run` is started from (its pytest.ini, conftest.py, installed pytest plugins) takes part.
     suite_dir = Path(__file__).resolve().parent.parent / "suite"
     argv = [str(suite_dir), "-c", str(suite_dir / "pytest.ini"), "--rootdir", str(suite_dir.parent.parent),
-            "--confcutdir", str(suite_dir), "--disable-plugin-autoload", "-p", "conformance.pytest_plugin", "-p", "no:cacheprovider",
+            "--confcutdir", str(suite_dir), "--disable-plugin-autoload", "-p", "conformance.run.plugin", "-p", "no:cacheprovider",
             "-p", "no:warnings", "-p", "no:stepwise", "-v", "--tb=line", "--run-dir", str(run.path)]
     if not options.in_process:
         argv += ["-p", "xdist.plugin", "-n", str(options.workers)]
@@ -201,7 +192,7 @@ class Pipeline:
     def from_pytest_options(cls, config) -> "Pipeline":
         """For `pytest --broker NAME|URL ...` (the suite used as a pytest plugin): brokers started here and
         stopped at the end of the session; --run-dir gets a run directory like `amqp-conformance run` writes."""
-        from .options import FIELDS
+        from ..options import FIELDS
         from .selection import select_cases
         from .targets import resolve
         given = {name: config.getoption(FIELDS[name].metadata["flag"]) for name in

@@ -5,8 +5,10 @@ stopped here, or a URL, checked here) or a broker handle already running in this
 broker of the suite's own tests); either way the cases get a `conformance.brokers.Broker`. A *target* is what a case result is labelled with: one broker as it is, or
 one broker seen through a wrapper that each process applies to its own handle (selfcheck puts the mutant
 proxy in front of the broker this way: `Target("rabbitmq-4.0+drain-stripped", "rabbitmq-4.0",
-wrap="conformance.mutants.selfcheck:proxied", wrap_arg="drain-stripped")`). The wrapper is named, not
-imported, so this layer never imports the layers above it: `factory(handle, wrap_arg, label)` returns a
+wrap="mutant-proxy", wrap_arg="drain-stripped")`). A target names its wrapper (a name crosses to pytest-xdist
+workers); the layer that defines the wrapper registers it in every process of the run with
+`register_wrapper(name, factory)` (selfcheck does so through the pytest plugin it hands the run), so this
+layer neither imports nor loads by name anything above it. `factory(handle, wrap_arg, label)` returns a
 `conformance.brokers.WrappedBroker` whose `name` is the label: a Broker with `annotate(result)` (add what it
 saw to a case result) and `close()` (called when the process is done with it).
 
@@ -19,24 +21,31 @@ ends, also when a later broker fails to start.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from .options import RunOptions
+from ..options import RunOptions
 
 
 @dataclass(frozen=True)
 class Target:
     label: str                     # the broker name in records, test ids and the verdict table
     broker: str                    # the name of the broker it runs against
-    wrap: str | None = None        # "module:callable" that wraps the broker's handle in each process
+    wrap: str | None = None        # the registered wrapper (`register_wrapper`) applied to the broker's handle
     wrap_arg: str | None = None
 
     def to_json(self) -> dict:
         return {"label": self.label, "broker": self.broker, "wrap": self.wrap, "wrap_arg": self.wrap_arg}
+
+
+_WRAPPERS: dict[str, Callable] = {}
+
+
+def register_wrapper(name: str, factory: Callable) -> None:
+    """Make `Target(wrap=name)` mean `factory(handle, wrap_arg, label)` in this process (idempotent)."""
+    _WRAPPERS[name] = factory
 
 
 def resolve(values: Iterable[str], profile: str | None = None) -> list:
@@ -80,6 +89,8 @@ class Brokers:
         self = cls()
         sources = list(sources)
         specs = [s for s in sources if isinstance(s, brokers.BrokerSpec)]
+        if any(s.url is None for s in specs):
+            brokers.install_cleanup()          # nodes started here stop at exit and on SIGTERM/SIGHUP
         own_node = [s for s in specs if s.url is None and _wants_own_node(s, own_node_cases)]
         jobs = [(s, False) for s in specs] + [(s, True) for s in own_node]
         try:
@@ -172,8 +183,11 @@ class Brokers:
             return base
         wrapped = self._wrapped.get(target.label)
         if wrapped is None:
-            module, _, name = target.wrap.partition(":")
-            factory = getattr(importlib.import_module(module), name)
+            factory = _WRAPPERS.get(target.wrap)
+            if factory is None:
+                raise LookupError(f"no wrapper {target.wrap!r} is registered in this process (registered: "
+                                  f"{', '.join(sorted(_WRAPPERS)) or 'none'}); the layer that defines it calls "
+                                  "conformance.run.targets.register_wrapper in every process of the run")
             wrapped = factory(base, target.wrap_arg, target.label)
             from ..brokers.interface import WrappedBroker
             if not isinstance(wrapped, WrappedBroker):

@@ -28,7 +28,7 @@ def write_reference_run(reports_dir: Path, builds: list[ReferenceBuild], case_id
     from dataclasses import replace
 
     from ..run.engine import Plan, execute
-    from ..run.options import RunOptions
+    from ..options import RunOptions
     from ..run.selection import select_cases
     handles = []
     try:

@@ -192,6 +192,7 @@ def test_brokers_up_status_down_and_stale_cleanup(capsys):
 
 def test_a_terminated_run_stops_its_nodes():
     script = ("import sys, time\nfrom conformance import brokers\n"
+              "brokers.install_cleanup()\n"           # what every entry point that starts nodes does
               "h = brokers.start(brokers.resolve('qpid-proton-c'))\n"
               "print(h.managed.node.pid, h.managed.node.name, flush=True)\n"
               "time.sleep(120)\n")
@@ -239,7 +240,7 @@ def test_alarm_and_queue_limit_cases_run_on_a_second_node_started_beside_the_fir
     """rabbitmq-4.0 with an own-node case: two nodes (run.json names both), the case on the second, the
     ordinary case on the first, both nodes stopped afterwards."""
     from conformance.run.engine import Plan, execute
-    from conformance.run.options import RunOptions
+    from conformance.options import RunOptions
     from conformance.run.selection import select_cases
     plan = Plan(select_cases(["2.6.7/14", "2.6.7/9"]), [brokers.resolve("rabbitmq-4.0")],
                 RunOptions(workers=2, reports_dir=str(tmp_path)))

@@ -11,7 +11,7 @@ import pytest
 
 from conformance.catalogue import faults as fault_catalogue
 from conformance.cases import load_clients
-from conformance.run.options import RunOptions
+from conformance.options import RunOptions
 from conformance.runner import run_case
 from conformance.selftest.client import ClientFaults, subject
 

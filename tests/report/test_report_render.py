@@ -261,3 +261,23 @@ def test_scores_tables(doc, model):
     by_section = doc.by_id("scores-section")
     rows = [e for e in doc.elements if e.tag == "tr" and by_section in e.ancestors()][1:]
     assert [r.children[0].text for r in rows] == ["2.5.6", "2.6.7", "2.6.8", "2.6.10", "2.7.4"]
+
+
+def test_the_stylesheet_is_package_data_and_inlined(page):
+    """report.css ships with the package (pyproject package-data, so a non-editable install has it) and the
+    page carries it inline, with the verdict colours of conformance.verdict."""
+    import fnmatch
+    import tomllib
+    from pathlib import Path
+
+    from conformance.report.html import _STATIC
+    from conformance.verdict import HTML_COLOUR
+
+    root = Path(__file__).resolve().parents[2]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"]["package-data"]
+    assert any(fnmatch.fnmatch("report/static/report.css", p) for p in patterns["conformance"])
+    css = _STATIC.joinpath("report.css").read_text("utf-8")
+    body = css.split("*/", 1)[1].strip()
+    assert body.startswith("*{box-sizing:border-box}") and body in page
+    for name, (background, text) in HTML_COLOUR.items():
+        assert f".verdict-{name}{{background:{background};color:{text}}}" in page

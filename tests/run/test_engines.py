@@ -78,7 +78,7 @@ def test_a_record_travels_from_a_worker_as_plain_json():
     import execnet
 
     from conformance.run.engine import Pipeline
-    from conformance.run.options import RunOptions
+    from conformance.options import RunOptions
     from conformance.run.targets import Brokers
     from conformance.verdict import CaseResult, Verdict
     from conformance.wire import Symbol, UByte

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.errors import UsageError
-from conformance.run.options import DEFAULTS, FIELDS, RunOptions, default_reports_dir, workers_arg
+from conformance.options import DEFAULTS, FIELDS, RunOptions, default_reports_dir, workers_arg
 
 PACKAGE = Path(__file__).resolve().parents[2] / "conformance"
 OPTIONS = {"quiet_period", "frame_timeout", "connect_timeout"}
@@ -57,7 +57,7 @@ def test_the_defaults_are_written_once():
         found = default_sites(path)
         if found:
             sites[rel] = found
-    assert set(sites) - KNOWN_ELSEWHERE == {"conformance/run/options.py"}, sites
+    assert set(sites) - KNOWN_ELSEWHERE == {"conformance/options.py"}, sites
     assert DEFAULTS.frame_timeout == 5.0 and DEFAULTS.quiet_period == 0.5 and DEFAULTS.connect_timeout == 5.0
 
 

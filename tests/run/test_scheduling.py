@@ -7,7 +7,7 @@ import contextlib
 from conformance.brokers import BrokerHandle, load_profile
 from conformance.casekit import executor
 from conformance.cases import load_all
-from conformance.run.options import RunOptions
+from conformance.options import RunOptions
 from conformance.verdict import Verdict
 
 HOOK_CASES = {"2.5.6/4": "memory_alarm", "2.5.6/5": "disk_alarm", "2.5.6/6": "memory_alarm",

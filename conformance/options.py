@@ -19,7 +19,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from ..errors import UsageError
+from .errors import UsageError
 
 MAX_WORKERS = 64
 
