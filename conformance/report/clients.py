@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from html import escape
 
-ORDER = ("fail", "error", "non-strict", "informational", "unsupported", "pass")
-WORD = {"pass": "pass", "fail": "FAIL", "non-strict": "non-strict", "informational": "info", "error": "error",
-        "unsupported": "n/a"}
+from ..verdict import Verdict
+
+# Short cell labels where the full verdict name would not fit; a fail is shouted; the rest as they are named.
+SHORT = {Verdict.INFORMATIONAL.value: "info", Verdict.UNSUPPORTED.value: "n/a", Verdict.FAIL.value: "FAIL"}
 
 
 def render_client_matrix(model: dict) -> str:
@@ -34,7 +35,7 @@ def render_client_matrix(model: dict) -> str:
                 continue
             tip = f'{r["id"]} on {c["key"]}: {cell["verdict"]} ({", ".join(cell["case_ids"] or [])})'
             tds.append(f'<td class="cell verdict-{escape(cell["verdict"])}" title="{escape(tip)}">'
-                       f'{escape(WORD.get(cell["verdict"], cell["verdict"]))}</td>')
+                       f'{escape(SHORT.get(cell["verdict"], cell["verdict"]))}</td>')
         rows.append(f'<tr><th class="req" scope="row" title="{escape(r["text"])}"><span class="mono">'
                     f'{escape(r["id"])}</span> <span class="level">{escape(r["level"])}</span></th>{"".join(tds)}</tr>')
     return (f'<section class="block" id="client-matrix-section"><h2>Requirements × client libraries</h2>'
