@@ -23,7 +23,7 @@ from typing import Any
 
 from ..clients.driver import DriverError
 from ..model import transcript_violations
-from ..peer import PeerServer, summarize
+from ..peer import PeerServer, matches, summarize
 from ..peer.errors import PeerError, UnexpectedFrame
 from ..wire import AmqpValue, Attach, Begin, Close, Detach, Disposition, End, Flow, Transfer, encode_message
 from ..wire.serial import serial_add, serial_diff
@@ -229,8 +229,7 @@ class ClientConnection:
 
 
 def _fields_match(frame, fields: dict) -> bool:
-    from ..peer.expectations import _field_matches
-    return all(_field_matches(want, getattr(frame.body, name, None)) for name, want in fields.items())
+    return matches(frame, (), None, None, fields)
 
 
 class ClientCaseContext(CaseContext):
