@@ -17,11 +17,8 @@ def main(url: str, address: str, n: int) -> int:
             sender.send(Message(body=f"message {k}"))
         receiver = conn.create_receiver(address, credit=10)
         for _ in range(n):
-            msg = receiver.receive(timeout=20)
+            receiver.receive(timeout=20)
             receiver.accept()
-            assert msg.body.startswith("message ")
-        sender.close()
-        receiver.close()
     finally:
         conn.close()
     return 0

@@ -1,0 +1,54 @@
+"""Real loopback captures by tshark: a python-qpid-proton application against the reference broker, with
+and without its `omit-receiver-delivery-count` fault (RabbitMQ 3.10's behaviour), judged by `check`."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.selftest.engine import Faults
+from conformance.selftest.server import ReferenceBroker
+from conformance.traffic.check import judge_all
+
+APP = Path(__file__).with_name("proton_app.py")
+RDC = "2.7.4/receiver-delivery-count"
+
+pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed (./dev test installs it)")
+
+
+def capture_app(tmp_path: Path, faults: Faults, name: str) -> Path:
+    broker = ReferenceBroker(faults=faults).start()
+    out = tmp_path / f"{name}.pcapng"
+    tshark = subprocess.Popen(["tshark", "-i", "lo", "-f", f"tcp port {broker.port}", "-w", str(out)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        line = ""
+        while "Capturing on" not in line:          # tshark says so once the capture runs
+            line = tshark.stderr.readline()
+            assert line and time.monotonic() < deadline, f"tshark did not start capturing: {line!r}"
+        app = subprocess.run([sys.executable, str(APP), broker.url, "q1", "5"], capture_output=True, text=True,
+                             timeout=60)
+        assert app.returncode == 0, app.stderr[-500:]
+    finally:
+        broker.stop()
+        time.sleep(0.5)  # bounded-wait-ok: lets tshark write the last packets before it is told to stop
+        tshark.terminate()
+        tshark.wait(timeout=30)
+    return out
+
+
+def test_a_real_capture_shows_the_brokers_publisher_flows_without_delivery_count(tmp_path):
+    faulty = judge_all([capture_app(tmp_path, Faults.named("omit-receiver-delivery-count"), "faulty")])
+    clean = judge_all([capture_app(tmp_path, Faults(), "clean")])
+    server = lambda r: [f.requirement_id for f in r.findings if f.endpoint == "server"]
+    assert server(faulty) and set(server(faulty)) == {RDC}
+    assert all(f.frame.startswith("flow(handle=0") for f in faulty.findings if f.endpoint == "server")
+    assert server(clean) == []
+    assert len(faulty.connections) == len(clean.connections) == 1
+    assert faulty.connections[0].endpoints["server"].product == "amqp-conformance-reference-broker"
