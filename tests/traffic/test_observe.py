@@ -1,0 +1,83 @@
+"""`amqp-conformance observe`: a real client library through the proxy to the reference broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.selftest.engine import Faults
+from conformance.selftest.server import ReferenceBroker
+
+APP = Path(__file__).with_name("proton_app.py")
+ROOT = Path(__file__).resolve().parents[2]
+RDC = "2.7.4/receiver-delivery-count"
+
+
+def start_observe(tmp_path, upstream: str, *extra):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "observe", "--listen", "127.0.0.1:0",
+                             "--upstream", upstream, "--reports-dir", str(tmp_path / "reports"), *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    first = proc.stdout.readline()          # the proxy prints where it listens once it does
+    m = re.search(r"amqp://127\.0\.0\.1:(\d+)", first)
+    assert m, first
+    return proc, int(m.group(1)), first
+
+
+@pytest.fixture
+def faulty_broker():
+    broker = ReferenceBroker(faults=Faults.named("omit-receiver-delivery-count")).start()
+    yield broker
+    broker.stop()
+
+
+def test_observe_reports_findings_live_and_writes_a_run_directory(tmp_path, faulty_broker):
+    proc, port, _ = start_observe(tmp_path, faulty_broker.url, "--connections", "1")
+    try:
+        app = subprocess.run([sys.executable, str(APP), f"amqp://app:s3cr3t-pw@127.0.0.1:{port}", "q1", "5"],
+                             capture_output=True, text=True, timeout=60)
+        assert app.returncode == 0, app.stderr[-500:]
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 1, out                          # a MUST finding
+    lines = out.splitlines()
+    live = [x for x in lines if RDC in x]
+    assert live and "server reference-broker (amqp-conformance-reference-broker@1.0)" in live[0]
+    run = next((tmp_path / "reports" / "traffic").iterdir())
+    found = [json.loads(x) for x in (run / "findings.jsonl").read_text().splitlines()]
+    assert {f["requirement_id"] for f in found if f["endpoint"] == "server"} == {RDC}
+    transcript = (run / "transcripts" / "connection-1.json").read_text()
+    assert json.loads(transcript)["entries"][0]["name"] == "header"
+    assert "s3cr3t" not in transcript and "s3cr3t".encode().hex() not in transcript
+    assert "s3cr3t" not in "".join(p.read_text() for p in run.iterdir() if p.is_file())
+
+
+def test_observe_stops_on_ctrl_c_and_on_duration(tmp_path, faulty_broker):
+    proc, port, _ = start_observe(tmp_path, faulty_broker.url)
+    app = subprocess.run([sys.executable, str(APP), f"amqp://127.0.0.1:{port}", "q1", "3"], capture_output=True,
+                         text=True, timeout=60)
+    assert app.returncode == 0, app.stderr[-500:]
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "1 connection(s) observed" in out and "Traceback" not in out
+    t0 = time.monotonic()
+    proc, port, _ = start_observe(tmp_path, faulty_broker.url, "--duration", "1")
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and "0 connection(s) observed" in out
+    assert time.monotonic() - t0 < 30
+
+
+def test_observe_refuses_an_unreachable_upstream_in_one_line(tmp_path, capsys):
+    from conformance.cli import main
+    rc = main(["observe", "--listen", "127.0.0.1:0", "--upstream", "amqp://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert rc == 4 and err.count("\n") == 1 and "cannot reach the upstream broker" in err
