@@ -116,17 +116,8 @@ def _sorted_out(result: CheckResult, path: Path, say) -> CheckResult:
 
 def judge_transcript(path: Path, say: Callable[[str], None] = lambda s: None) -> CheckResult:
     """Each connection of a suite transcript file ("out": the suite's peer, the client)."""
-    try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NotACapture(f"{path} is neither a capture nor a transcript ({exc.__class__.__name__}); give a "
-                          "pcap/pcapng file or a transcripts/*.json of a run directory") from None
-    transcripts = data if isinstance(data, list) else [data]
     result = CheckResult(inputs=[str(path)])
-    for k, tr in enumerate(transcripts):
-        if not isinstance(tr, dict) or "entries" not in tr:
-            raise NotACapture(f"{path} is JSON but not a transcript (no entries); give a transcripts/*.json of a "
-                              "run directory")
+    for k, tr in enumerate(_transcripts(path)):
         judge = ConnectionJudge(f"{path.name}#{k}:{tr.get('label', '')}", client="peer",
                                 server=str(tr.get("label", "")))
         result.connections.append(judge)
@@ -135,6 +126,56 @@ def judge_transcript(path: Path, say: Callable[[str], None] = lambda s: None) ->
             for finding in judge.feed(side, bytes.fromhex(entry.get("raw", "")), entry.get("t")):
                 say(finding.line())
     return result
+
+
+def cut_connections(path: Path) -> list[dict]:
+    """Every connection of a capture or transcript file cut out once: {name, client, server, from_start,
+    segments: [(side, t, bytes)]}: what `judge_cut` judges anywhere (a Spark task) without the file."""
+    conns: list[dict] = []
+    if is_transcript(path):
+        for k, tr in enumerate(_transcripts(path)):
+            segs = [(CLIENT if e.get("direction") == "out" else SERVER, e.get("t"), bytes.fromhex(e.get("raw", "")))
+                    for e in tr["entries"]]
+            conns.append({"name": f"{path.name}#{k}:{tr.get('label', '')}", "client": "peer",
+                          "server": str(tr.get("label", "")), "from_start": True, "segments": segs})
+        return conns
+    by_conn: dict[int, dict] = {}
+    for seg in streams(path):
+        c = by_conn.get(id(seg.connection))
+        if c is None:
+            conn = seg.connection
+            (ca, cp), (sa, sp) = conn.key
+            c = by_conn[id(conn)] = {"name": f"{path.name}:{conn.name}", "client": f"{ca}:{cp}",
+                                     "server": f"{sa}:{sp}", "from_start": conn.from_start, "segments": []}
+            conns.append(c)
+        c["segments"].append((seg.side, seg.t, None if seg.gap else seg.data))
+    return conns
+
+
+def judge_cut(conn: dict) -> ConnectionJudge:
+    """Judge one connection `cut_connections` cut out (pure: the same model as `check` without Spark)."""
+    judge = ConnectionJudge(conn["name"], client=conn["client"], server=conn["server"],
+                            from_start=conn["from_start"])
+    for side, t, data in conn["segments"]:
+        if data is None:
+            judge.gap(side)
+        else:
+            judge.feed(side, data, t)
+    return judge
+
+
+def _transcripts(path: Path) -> list[dict]:
+    try:
+        data = json.loads(Path(path).read_text("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotACapture(f"{path} is neither a capture nor a transcript ({exc.__class__.__name__}); give a "
+                          "pcap/pcapng file or a transcripts/*.json of a run directory") from None
+    transcripts = data if isinstance(data, list) else [data]
+    for tr in transcripts:
+        if not isinstance(tr, dict) or "entries" not in tr:
+            raise NotACapture(f"{path} is JSON but not a transcript (no entries); give a transcripts/*.json of a "
+                              "run directory")
+    return transcripts
 
 
 def judge_file(path: Path, say: Callable[[str], None] = lambda s: None) -> CheckResult:
