@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from typing import Iterable
 
 from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
+from .traffic import render_traffic_html
 
 # Verdict -> (background, text colour, label). "not-run" is the blank cell.
 VERDICT_STYLE = {
@@ -556,6 +557,7 @@ def render_html(model: dict) -> str:
             + render_flaky(model, anchors)
             + render_durations(model, anchors)
             + render_selfcheck(model, anchors)
+            + render_traffic_html(model)
             + render_case_index(model, anchors)
             + "</main>"
             + f'<div id="case-pages">{case_pages}</div>'
