@@ -263,9 +263,6 @@ def summary_lines(result: CheckResult) -> list[str]:
 def cmd_check(args) -> int:
     from ..run.options import default_reports_dir
     say = print
-    if getattr(args, "spark", None):
-        from .spark import check_on_spark
-        return check_on_spark(args, say)
     result = judge_all(args.captures, say)
     for line in summary_lines(result):
         say(line)

@@ -24,6 +24,9 @@ def register(sub) -> None:
 
 
 def _check(args) -> int:
+    if args.spark:
+        from .spark import check_on_spark
+        return check_on_spark(args, print)
     from .check import cmd_check
     return cmd_check(args)
 

@@ -212,7 +212,7 @@ class ConnectionJudge:
         self.headers = 0
         self.stopped: str | None = None     # why judging ended early (decode error)
         self.t: float | None = None
-        self.record = None                  # called with (side, items) for every decoded batch (transcripts)
+        self.on_items = None                # called with (side, items) for every decoded batch (transcripts)
 
     @property
     def kind(self) -> str:
@@ -240,8 +240,8 @@ class ConnectionJudge:
             finding = self._finding(side, DECODE_ERROR, "error", "undecodable bytes", str(exc))
             self.findings.append(finding)
             return [finding]
-        if self.record is not None and items:
-            self.record(side, items)
+        if self.on_items is not None and items:
+            self.on_items(side, items)
         return self.observe(side, items)
 
     def gap(self, side: str) -> None:

@@ -279,7 +279,7 @@ class Observer:
             client, server = data.decode().split("\n")
             judge = ConnectionJudge(f"#{cid} {client}->{server}", client=client, server=server)
             tr = Transcript(label=f"observe-{cid}")
-            judge.record = lambda side, items, tr=tr: tr.add_items("out" if side == CLIENT else "in", items)
+            judge.on_items = lambda side, items, tr=tr: tr.add_items("out" if side == CLIENT else "in", items)
             self.judges[cid], self.transcripts[cid] = judge, tr
             return True
         judge = self.judges.get(cid)
