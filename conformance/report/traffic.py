@@ -47,3 +47,42 @@ def render_traffic_markdown(model: dict) -> list[str]:
     out += [f"| `{r['requirement_id']}` | {r['level']} | {r['endpoint']} | {r['findings']} | {r['connections']} | "
             f"{_where(r).replace('|', '/')} |" for r in rows]
     return out
+
+
+def rows_from_findings(findings: list[dict], run_id: str) -> list[dict]:
+    """The rows `history.traffic.traffic_counts` makes, from one run's findings (no Spark)."""
+    rows: dict[tuple, dict] = {}
+    for f in findings:
+        who = f"{f['endpoint']} {f.get('product') or 'unknown'}@{f.get('version') or 'unknown'}"
+        key = (f["requirement_id"], f["level"], who)
+        row = rows.setdefault(key, {"requirement_id": key[0], "level": key[1], "endpoint": who, "findings": 0,
+                                    "connections": set(), "runs": 1,
+                                    "first": {"run_id": run_id, "connection": f["connection"],
+                                              "frame_index": f["frame_index"], "frame": f["frame"]}})
+        row["findings"] += 1
+        row["connections"].add(f["connection"])
+    out = [dict(r, connections=len(r["connections"])) for r in rows.values()]
+    return sorted(out, key=lambda d: (d["requirement_id"], d["endpoint"]))
+
+
+def render_traffic_page(title: str, rows: list[dict], connections: list[dict]) -> str:
+    """A traffic run's report.html: the findings table and the connections, one self-contained page."""
+    esc = lambda v: html.escape(str(v), quote=True)   # noqa: E731
+    conns = "".join(
+        f"<tr><td>{esc(c['connection'])}</td><td>{esc(_who(c.get('client') or {}))}</td>"
+        f"<td>{esc(_who(c.get('server') or {}))}</td><td>{c.get('frames', 0)}</td><td>{c.get('findings', 0)}</td>"
+        f"<td>{'mid-stream' if c.get('mid_stream') else ''} {esc(c.get('stopped') or '')}</td></tr>" for c in connections)
+    section = render_traffic_html({"traffic": rows}) or '<section id="traffic"><h2>Judged traffic</h2><p>No findings.</p></section>'
+    style = ("body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+             "td,th{border:1px solid #bbb;padding:4px 8px;text-align:left}th{background:#e8eef7}"
+             "tbody tr:nth-child(odd){background:#fafafa}h1{font-size:20px}code{color:#a01010}")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+            f"<title>{esc(title)}</title><style>{style}</style></head><body><h1>{esc(title)}</h1>"
+            + section + '<section id="connections"><h2>Connections</h2><table><thead><tr><th>connection</th>'
+            "<th>client</th><th>server</th><th>frames</th><th>findings</th><th>notes</th></tr></thead><tbody>"
+            + conns + "</tbody></table></section></body></html>\n")
+
+
+def _who(ep: dict) -> str:
+    return f"{ep.get('container_id') or 'unknown'} ({ep.get('product') or 'unknown'}@{ep.get('version') or 'unknown'})"

@@ -8,7 +8,7 @@ the traffic run directory:
     <reports>/traffic/<run-id>/run.json          inputs, counts, started_at / finished_at
     <reports>/traffic/<run-id>/connections.jsonl one line per connection: endpoints, frames, kind, findings
     <reports>/traffic/<run-id>/findings.jsonl    one line per finding (judge.Finding.to_json)
-    <reports>/traffic/<run-id>/report.md         findings per requirement x endpoint product@version
+    <reports>/traffic/<run-id>/report.md, .html  findings per requirement x endpoint product@version
 
 It is not a run directory of cases (those are the pipeline's, reports/runs/): nothing there is a case.
 A file that is no capture, a truncated one, one holding no AMQP or only TLS: one line, distinct exit code.
@@ -27,6 +27,7 @@ from typing import Callable, Iterable
 from .. import __version__
 from ..errors import (EXIT_MUST_FAILED, EXIT_OK, BadResults, CaptureEncrypted, CaptureWithoutAmqp,
                       NotACapture)
+from ..report.traffic import render_traffic_page, rows_from_findings
 from ..run.directory import atomic_write_text
 from .judge import CLIENT, SERVER, ConnectionJudge, Finding
 from .pcap import streams
@@ -214,6 +215,8 @@ def write_run(reports_dir: Path, result: CheckResult, *, command: str, run_id: s
             **(extra or {})}
     atomic_write_text(path / "run.json", json.dumps(meta, indent=2, sort_keys=True))
     atomic_write_text(path / "report.md", render_markdown(result.findings, conns, title=f"{command} {run_id}"))
+    rows = rows_from_findings([f.to_json() for f in result.findings], run_id)
+    atomic_write_text(path / "report.html", render_traffic_page(f"Traffic judged: {command} {run_id}", rows, conns))
     return path
 
 

@@ -81,3 +81,29 @@ def test_observe_refuses_an_unreachable_upstream_in_one_line(tmp_path, capsys):
     rc = main(["observe", "--listen", "127.0.0.1:0", "--upstream", "amqp://127.0.0.1:1"])
     err = capsys.readouterr().err
     assert rc == 4 and err.count("\n") == 1 and "cannot reach the upstream broker" in err
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's Chromium is not installed at /usr/bin/chromium")
+def test_the_observe_report_in_a_browser(tmp_path, faulty_broker):
+    sys.path.insert(0, str(ROOT / "tests" / "report"))
+    from png import colour_blocks, decode_png
+    proc, port, _ = start_observe(tmp_path, faulty_broker.url, "--connections", "1")
+    app = subprocess.run([sys.executable, str(APP), f"amqp://127.0.0.1:{port}", "q1", "5"], capture_output=True,
+                         text=True, timeout=60)
+    assert app.returncode == 0, app.stderr[-500:]
+    proc.communicate(timeout=60)
+    page = next((tmp_path / "reports" / "traffic").iterdir()) / "report.html"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
+             "--force-color-profile=srgb", "--proxy-server=127.0.0.1:9", f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([str(CHROMIUM), *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
+                         timeout=60)
+    assert RDC in dom.stdout and "server amqp-conformance-reference-broker@1.0" in dom.stdout
+    shot = tmp_path / "shot.png"
+    subprocess.run([str(CHROMIUM), *flags, "--window-size=1200,600", f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=60)
+    image = decode_png(shot.read_bytes())
+    # the two tables' header rows are drawn in their background colour
+    assert len(colour_blocks(image, (0xE8, 0xEE, 0xF7), 40, 10)) >= 2
