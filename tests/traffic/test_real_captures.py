@@ -21,10 +21,10 @@ RDC = "2.7.4/receiver-delivery-count"
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed (./dev test installs it)")
 
 
-def capture_app(tmp_path: Path, faults: Faults, name: str) -> Path:
+def capture_app(tmp_path: Path, faults: Faults, name: str, interface: str = "lo", fmt: str = "pcapng") -> Path:
     broker = ReferenceBroker(faults=faults).start()
-    out = tmp_path / f"{name}.pcapng"
-    tshark = subprocess.Popen(["tshark", "-i", "lo", "-f", f"tcp port {broker.port}", "-w", str(out)],
+    out = tmp_path / f"{name}.{fmt}"
+    tshark = subprocess.Popen(["tshark", "-i", interface, "-f", f"tcp port {broker.port}", "-F", fmt, "-w", str(out)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -52,3 +52,9 @@ def test_a_real_capture_shows_the_brokers_publisher_flows_without_delivery_count
     assert server(clean) == []
     assert len(faulty.connections) == len(clean.connections) == 1
     assert faulty.connections[0].endpoints["server"].product == "amqp-conformance-reference-broker"
+
+
+def test_a_pcap_of_the_any_interface_linux_cooked_v2_is_read_too(tmp_path):
+    result = judge_all([capture_app(tmp_path, Faults.named("omit-receiver-delivery-count"), "any", "any", "pcap")])
+    assert len(result.connections) == 1
+    assert {f.requirement_id for f in result.findings if f.endpoint == "server"} == {RDC}
