@@ -156,8 +156,8 @@ class _Stream:
                 self.kind = "tls"
                 return []
             if head[:4] != b"AMQP"[:len(head)]:
-                # no header: the capture began after it (the SYN was seen, the header lost): sync instead
-                self.synced, self.from_start = False, False
+                self.kind = "not-amqp"           # the stream's first bytes: an AMQP stream opens with "AMQP"
+                return []
             elif len(head) < 8:
                 return []
             else:
