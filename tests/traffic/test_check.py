@@ -218,3 +218,28 @@ def test_a_judge_fed_decoded_frames_matches_one_fed_bytes():
         a.feed(side, data)
         b.observe(side, decoders[side].feed(data))
     assert [f.requirement_id for f in a.findings] == [f.requirement_id for f in b.findings] == [RDC]
+
+
+def _client_sends_after_the_stop(extra_after_seen: bool) -> list:
+    """The broker stops a publisher (link-credit 0) while transfers are in flight; from between the two the
+    stop is seen before the client's next transfer, which the client may have sent before the stop reached it.
+    With extra_after_seen the client later sends again after proving it saw the stop (its own flow echoing it)."""
+    conv = publisher(omit_delivery_count=False, transfers=2)
+    conv.s(encode_frame(Flow(next_incoming_id=2, incoming_window=100, next_outgoing_id=0, outgoing_window=100,
+                             handle=0, delivery_count=2, link_credit=0)))
+    conv.c(encode_frame(Transfer(handle=0, delivery_id=2, delivery_tag=b"\x02", settled=True), payload=b"x"))
+    if extra_after_seen:
+        conv.s(encode_frame(Flow(next_incoming_id=3, incoming_window=100, next_outgoing_id=0, outgoing_window=100,
+                                 handle=0, delivery_count=3, link_credit=0)))
+        conv.c(encode_frame(Flow(next_incoming_id=0, incoming_window=100, next_outgoing_id=3, outgoing_window=100,
+                                 handle=0, delivery_count=3, link_credit=0)))
+        conv.c(encode_frame(Transfer(handle=0, delivery_id=3, delivery_tag=b"\x03", settled=True), payload=b"x"))
+    judge = ConnectionJudge("c")
+    for side, data in conv.chunks:
+        judge.feed("client" if side == "c" else "server", data)
+    return [(f.requirement_id, f.endpoint) for f in judge.findings]
+
+
+def test_the_in_flight_rule_applies_to_the_client_too():
+    assert _client_sends_after_the_stop(False) == []            # may have been sent before the stop arrived
+    assert ("2.6.7/no-send-without-credit", "client") in _client_sends_after_the_stop(True)
