@@ -107,3 +107,66 @@ def test_the_observe_report_in_a_browser(tmp_path, faulty_broker):
     image = decode_png(shot.read_bytes())
     # the two tables' header rows are drawn in their background colour
     assert len(colour_blocks(image, (0xE8, 0xEE, 0xF7), 40, 10)) >= 2
+
+
+def test_the_proxy_forwards_every_byte_verbatim_both_ways_and_half_closes(tmp_path):
+    """ObserveProxy in this process between a client and a TCP server that answers every chunk reversed:
+    4 MB of random bytes each way arrive exactly; the client's FIN reaches the server, the server's the
+    client; the sink saw every byte of both sides."""
+    import random
+    import socket
+    import threading
+
+    from conformance.traffic.observe import DATA_CLIENT, DATA_SERVER, ENDED, ObserveProxy
+
+    server = socket.create_server(("127.0.0.1", 0))
+    received_by_server = bytearray()
+
+    def serve():
+        conn, _ = server.accept()
+        with conn:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    break
+                received_by_server.extend(data)
+                conn.sendall(data[::-1])
+            conn.sendall(b"bye")           # after the client's FIN: the half-closed direction still works
+
+    threading.Thread(target=serve, daemon=True).start()
+    seen = {DATA_CLIENT: bytearray(), DATA_SERVER: bytearray()}
+    ended = []
+
+    def sink(cid, kind, t, data):
+        if kind in seen:
+            seen[kind].extend(data)
+        elif kind == ENDED:
+            ended.append(cid)
+
+    proxy = ObserveProxy(("127.0.0.1", 0), server.getsockname()[:2], sink)
+    runner = threading.Thread(target=proxy.serve, kwargs={"connections": 1}, daemon=True)
+    runner.start()
+    payload = random.Random(3).randbytes(4 << 20)
+    client = socket.create_connection(("127.0.0.1", proxy.port))
+    back = bytearray()
+
+    def read_back():
+        while True:
+            data = client.recv(65536)
+            if not data:
+                return
+            back.extend(data)
+
+    reader = threading.Thread(target=read_back, daemon=True)
+    reader.start()
+    for off in range(0, len(payload), 100_000):
+        client.sendall(payload[off:off + 100_000])
+    client.shutdown(socket.SHUT_WR)
+    reader.join(60)
+    runner.join(60)
+    client.close()
+    server.close()
+    assert bytes(received_by_server) == payload
+    assert len(back) == len(payload) + 3 and back.endswith(b"bye")
+    assert bytes(seen[DATA_CLIENT]) == payload and bytes(seen[DATA_SERVER]) == bytes(back)
+    assert ended == [1] and not runner.is_alive()
