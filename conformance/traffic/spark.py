@@ -2,7 +2,8 @@
 
 This module owns distributing `check`: the driver cuts every input into connections once
 (`check.cut_connections`: pcap/pcapng read and TCP reassembled, transcripts split per connection), the
-connections go to Spark as rows (connection number, pickled streams), repartitioned by connection, and each
+connections go to Spark as rows (connection number, pickled streams), put into as many bins as tasks (the
+biggest connection first into the emptiest bin) and range-partitioned by bin, and each
 task judges its connections with `check.judge_cut` (the pure model, exactly what `check` runs without
 Spark), returning findings and connection summaries as JSON rows. The DataFrame API (`mapInPandas`) is used,
 not RDDs, so Spark Connect (sc://) works as well as local[N] and spark:// masters; workers must be able to
@@ -61,9 +62,16 @@ def judge_on_spark(spark, paths, partitions: int | None = None) -> tuple[list[di
         return [], [], {"cut_s": t1 - t0, "judge_s": 0.0}
     parallel = partitions or max(2, int(spark.sparkContext.defaultParallelism) * 2
                                  if hasattr(spark, "sparkContext") and _classic(spark) else 4)
-    rows = [(i, pickle.dumps(c, protocol=pickle.HIGHEST_PROTOCOL)) for i, c in enumerate(conns)]
+    bins = min(parallel, len(conns))
+    blobs = [pickle.dumps(c, protocol=pickle.HIGHEST_PROTOCOL) for c in conns]
     del conns
-    df = spark.createDataFrame(rows, "cid INT, blob BINARY").repartition(min(parallel, len(rows)), "cid")
+    load = [0] * bins                        # biggest connection first into the emptiest bin (balanced tasks)
+    rows = []
+    for i in sorted(range(len(blobs)), key=lambda k: -len(blobs[k])):
+        b = load.index(min(load))
+        load[b] += len(blobs[i])
+        rows.append((i, b, blobs[i]))
+    df = spark.createDataFrame(rows, "cid INT, bin INT, blob BINARY").repartitionByRange(bins, "bin")
     out = df.mapInPandas(_judge_partition, OUT_SCHEMA).collect()
     t2 = time.perf_counter()
     summaries = [json.loads(r["json"]) for r in out if r["kind"] == "connection"]
