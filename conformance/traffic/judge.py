@@ -107,11 +107,12 @@ def _plausible(buf: bytes, pos: int) -> int:
     return size
 
 
-def find_boundary(buf: bytes) -> int | None:
-    """The first offset in buf from which whole frames follow one another up to the end of the data or for
-    three frames in a row (mid-stream sync); None: no such offset yet."""
+def find_boundary(buf: bytes, first: int = 0) -> int | None:
+    """The first offset in buf (from `first`) from which whole frames follow one another up to the end of the
+    data or for three frames in a row (mid-stream sync); None: no such offset yet. An offset below len(buf) - 7
+    that is not returned never will be, whatever follows: a caller with more data may start at len(buf) - 7."""
     n = len(buf)
-    for start in range(0, max(0, n - 7)):
+    for start in range(first, max(first, n - 7)):
         pos, whole = start, 0
         while n - pos >= 8:
             size = _plausible(buf, pos)
@@ -144,6 +145,7 @@ class _Stream:
         self.synced = from_start
         self.pending = bytearray()
         self.seen = 0
+        self.scanned = 0                   # mid-stream: offsets of `pending` below this are no frame boundary
         self.kind: str | None = None       # None (AMQP or undecided), "tls", "not-amqp"
 
     def feed(self, data: bytes) -> list:
@@ -155,6 +157,8 @@ class _Stream:
             if _is_tls_record(head):
                 self.kind = "tls"
                 return []
+            if len(head) < 3 and head[:1] == b"\x16":
+                return []                        # perhaps a TLS record: wait for its version bytes
             if head[:4] != b"AMQP"[:len(head)]:
                 self.kind = "not-amqp"           # the stream's first bytes: an AMQP stream opens with "AMQP"
                 return []
@@ -166,8 +170,7 @@ class _Stream:
                 return self._decode(data)
         self.seen += len(data)
         if not self.synced:
-            if self.pending is not data:
-                self.pending += data
+            self.pending += data
             buf = bytes(self.pending)
             if buf[:4] == b"AMQP" and len(buf) >= 8:
                 start = 0
@@ -175,8 +178,9 @@ class _Stream:
                 self.kind = "tls"
                 return []
             else:
-                start = find_boundary(buf)
+                start = find_boundary(buf, self.scanned)
             if start is None:
+                self.scanned = max(self.scanned, len(buf) - 7)
                 if len(buf) > _SYNC_GIVE_UP:
                     self.kind = "not-amqp"
                 return []

@@ -243,3 +243,11 @@ def _client_sends_after_the_stop(extra_after_seen: bool) -> list:
 def test_the_in_flight_rule_applies_to_the_client_too():
     assert _client_sends_after_the_stop(False) == []            # may have been sent before the stop arrived
     assert ("2.6.7/no-send-without-credit", "client") in _client_sends_after_the_stop(True)
+
+
+def test_a_long_mid_stream_of_random_bytes_is_not_amqp_without_rescanning():
+    data = random.Random(5).randbytes(1 << 20) + bytes(200)
+    judge = ConnectionJudge("x", from_start=False)
+    for off in range(0, len(data), 1400):            # 750 segments: each searched only from where the last stopped
+        judge.feed("client", data[off:off + 1400])
+    assert judge.kind == "not-amqp" and judge.frames == 0 and judge.streams["client"].scanned > len(data) - 10_000
