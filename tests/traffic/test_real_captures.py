@@ -58,3 +58,42 @@ def test_a_pcap_of_the_any_interface_linux_cooked_v2_is_read_too(tmp_path):
     result = judge_all([capture_app(tmp_path, Faults.named("omit-receiver-delivery-count"), "any", "any", "pcap")])
     assert len(result.connections) == 1
     assert {f.requirement_id for f in result.findings if f.endpoint == "server"} == {RDC}
+
+
+def test_the_suites_own_run_captured_gives_the_findings_of_its_transcripts(tmp_path):
+    """A run of the suite (reference broker without delivery-count on publisher flows) captured by tshark:
+    `check` on the capture and on the run's transcripts finds the same (requirement, endpoint, frame) on the
+    connections the transcripts record (the capture also has the suite's queue-management connections)."""
+    from collections import Counter
+    from dataclasses import replace
+
+    from conformance.run.engine import Plan, execute
+    from conformance.run.options import RunOptions
+    from conformance.run.selection import select_cases
+    from conformance.selftest.handle import ReferenceBrokerHandle
+
+    handle = ReferenceBrokerHandle(faults=Faults.named("omit-receiver-delivery-count"), name="ref-omit")
+    out = tmp_path / "suite.pcapng"
+    tshark = subprocess.Popen(["tshark", "-i", "lo", "-f", f"tcp port {handle.server.port}", "-w", str(out)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while "Capturing on" not in (line := tshark.stderr.readline()):
+            assert line and time.monotonic() < deadline, "tshark did not start capturing"
+        options = replace(RunOptions(quiet_period=0.2), workers=0, reports_dir=tmp_path / "reports")
+        outcome = execute(Plan(select_cases(["2.6.7/10", "2.6.7/11", "2.7.4/1"]), [handle], options))
+    finally:
+        handle.stop()
+        time.sleep(0.5)  # bounded-wait-ok: lets tshark write the last packets before it is told to stop
+        tshark.terminate()
+        tshark.wait(timeout=30)
+    transcripts = judge_all([outcome.run.path])
+    capture = judge_all([out])
+    ids = {c.endpoints["client"].container_id for c in transcripts.connections}
+    assert len(ids) == len(transcripts.connections) >= 3
+    same = [c for c in capture.connections if c.endpoints["client"].container_id in ids]
+    assert len(same) == len(ids)
+    key = lambda f: (f.container_id, f.requirement_id, f.endpoint, f.frame)   # noqa: E731
+    found = Counter(key(f) for c in same for f in c.findings)
+    assert found == Counter(key(f) for f in transcripts.findings)
+    assert any(r == RDC and e == "server" for _, r, e, _ in found)
