@@ -251,3 +251,14 @@ def test_a_long_mid_stream_of_random_bytes_is_not_amqp_without_rescanning():
     for off in range(0, len(data), 1400):            # 750 segments: each searched only from where the last stopped
         judge.feed("client", data[off:off + 1400])
     assert judge.kind == "not-amqp" and judge.frames == 0 and judge.streams["client"].scanned > len(data) - 10_000
+
+
+def test_a_capture_mixing_amqp_http_and_tls_judges_the_amqp_and_says_what_it_skipped(tmp_path, capsys):
+    write_pcapng(tmp_path / "mixed.pcapng", _http_packets() + _tls_packets()
+                 + publisher().packets(client=("10.0.0.7", 40007)))
+    rc = main(["check", str(tmp_path / "mixed.pcapng"), "--reports-dir", str(tmp_path / "reports")])
+    out = capsys.readouterr().out
+    assert rc == errors.EXIT_MUST_FAILED
+    skipped = [x for x in out.splitlines() if x.startswith("skipped ")]
+    assert len(skipped) == 2 and "TLS-encrypted" in skipped[1] and "not AMQP 1.0" in skipped[0]
+    assert "1 connection(s) judged" in out and RDC in out
