@@ -23,6 +23,11 @@ EXIT_BAD_RESULTS = 12         # missing / corrupted results directory or file
 EXIT_SPARK_UNAVAILABLE = 13   # no Java, or the Spark master / Spark Connect server cannot be reached
 EXIT_CASE_ERROR = 14          # the run broke: a case ended in `error` (takes precedence over 1), or the engine did
 EXIT_NOT_AMQP = 15            # the target is not an AMQP 1.0 server: it answered our protocol header with other bytes
+# 21-24: `check` of capture files (conformance/traffic)
+EXIT_CAPTURE_TRUNCATED = 21   # a pcap / pcapng file cut short in the middle of a packet or block
+EXIT_CAPTURE_NO_AMQP = 22     # a capture without AMQP in it (e.g. HTTP traffic only)
+EXIT_CAPTURE_TLS = 23         # a capture whose AMQP is TLS-encrypted only: nothing can be judged
+EXIT_NOT_A_CAPTURE = 24       # a file that is neither pcap, pcapng nor a transcript
 EXIT_INTERRUPTED = 130
 
 
@@ -93,3 +98,19 @@ class RunBroken(ConformanceError):
     """The run itself broke after it started (pytest could not collect or run the cases)."""
 
     exit_code = EXIT_CASE_ERROR
+
+
+class CaptureTruncated(ConformanceError):
+    exit_code = EXIT_CAPTURE_TRUNCATED
+
+
+class CaptureWithoutAmqp(ConformanceError):
+    exit_code = EXIT_CAPTURE_NO_AMQP
+
+
+class CaptureEncrypted(ConformanceError):
+    exit_code = EXIT_CAPTURE_TLS
+
+
+class NotACapture(ConformanceError):
+    exit_code = EXIT_NOT_A_CAPTURE

@@ -31,7 +31,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("conformance.run",),                                        # the run pipeline: every case of every run
     ("conformance.pytest_plugin", "conformance.suite",           # what runs on the pipeline, or beside it:
      "conformance.explore", "conformance.mutants",               # pytest's face, exploring, selfcheck,
-     "conformance.history", "conformance.selftest"),             # history / report / bisect, reference runs
+     "conformance.history", "conformance.selftest",              # history / report / bisect, reference runs,
+     "conformance.traffic"),                                     # judging captures and observed traffic
     ("conformance.cli",),                                        # the command line
 ]
 

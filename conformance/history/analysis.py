@@ -15,6 +15,7 @@ from collections import defaultdict
 
 from .. import __version__, catalogue
 from .store import VERDICTS, History
+from .traffic import traffic_counts
 
 from ..verdict import JUDGED, REQUIREMENT_SEVERITY   # defined once, in conformance.verdict
 TREND_DAYS = 30
@@ -149,6 +150,7 @@ def build_model(spark, history: History, ladders: bool = True) -> dict:
                                   ladders=history.ladders({(a["run_id"], a["case_id"], a["broker"])
                                                            for a in aggregates}) if ladders else {},
                                   selfchecks=selfchecks)
+    model["traffic"] = traffic_counts(spark, history.root)       # judged traffic (history/traffic.py)
     return mark_unfinished(model, runs)
 
 

@@ -19,6 +19,7 @@ from typing import Iterable
 from .clients import render_client_matrix
 from ..verdict import BROKEN, HTML_COLOUR, MEANING, Verdict
 from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
+from .traffic import render_traffic_html
 
 _STATIC = files("conformance.report") / "static"
 
@@ -462,6 +463,7 @@ def render_html(model: dict) -> str:
             + render_flaky(model, anchors)
             + render_durations(model, anchors)
             + render_selfcheck(model, anchors)
+            + render_traffic_html(model)
             + render_case_index(model, anchors)
             + "</main>"
             + f'<div id="case-pages">{case_pages}</div>'

@@ -11,6 +11,7 @@ import re
 from collections import Counter
 
 from .model import VERDICTS, validate_model
+from .traffic import render_traffic_markdown
 
 MAX_LIST_ITEMS = 50
 MAX_REASON_CHARS = 240
@@ -99,6 +100,7 @@ def render_markdown(model: dict) -> str:
         out += [f"- {md_code(f['name'])} ({md_code(f['requirement'] or '')}): "
                 + (", ".join(f"{md_code(x['case_id'])} → {md_text(x['to'])}" for x in f["flipped"]) or "**missed**")
                 for f in check["faults"]]
+    out += render_traffic_markdown(model)
     out += ["", "Full matrix, case pages with transcripts, scores and duration trends: `report.html`.", ""]
     return "\n".join(out)
 
