@@ -264,7 +264,7 @@ def summary_lines(result: CheckResult) -> list[str]:
 
 
 def cmd_check(args) -> int:
-    from ..run.options import default_reports_dir
+    from ..options import default_reports_dir
     say = print
     result = judge_all(args.captures, say)
     for line in summary_lines(result):

@@ -334,7 +334,7 @@ def start_judge(reports_dir: Path, meta: dict):
 
 
 def cmd_observe(args) -> int:
-    from ..run.options import default_reports_dir
+    from ..options import default_reports_dir
     listen = parse_listen(args.listen)
     up = parse_url(args.upstream)
     if up.tls:

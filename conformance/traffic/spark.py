@@ -91,7 +91,7 @@ def _classic(spark) -> bool:
 def check_on_spark(args, say) -> int:
     from ..history.spark import session
     from ..history.traffic import write_traffic_findings
-    from ..run.options import default_reports_dir
+    from ..options import default_reports_dir
     reports = Path(args.reports_dir) if getattr(args, "reports_dir", None) else default_reports_dir()
     target = target_for(args.spark)
     if target.master and target.master.startswith("local"):

@@ -68,7 +68,7 @@ def test_the_suites_own_run_captured_gives_the_findings_of_its_transcripts(tmp_p
     from dataclasses import replace
 
     from conformance.run.engine import Plan, execute
-    from conformance.run.options import RunOptions
+    from conformance.options import RunOptions
     from conformance.run.selection import select_cases
     from conformance.selftest.handle import ReferenceBrokerHandle
 
