@@ -40,6 +40,16 @@ class CaseSpec:
     subject: tuple[str, ...] = ()     # the requirement(s) the case exists to judge
     own_node: bool = False            # node-wide state (alarms, queue limits): on a node of its own when the run
                                       # has one (a managed broker's second node), else on the broker itself
+    refusals_judged: tuple[str, ...] = ()   # error conditions that are the case's subject, not a refusal
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        """Error conditions the case judges as the broker's answer (never read as a refusal by configuration):
+        its own, and resource-limit-exceeded for a case that raises alarms or fills queues (a broker may close
+        or detach with it: that is the behaviour the case records)."""
+        limits = ("amqp:resource-limit-exceeded",) if any(
+            h.endswith("_alarm") or h.startswith("queue_") for h in self.needs) else ()
+        return self.refusals_judged + limits
 
     @property
     def section(self) -> str:
@@ -73,11 +83,13 @@ REGISTRY: dict[str, CaseSpec] = {}
 
 
 def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subject: list[str] | tuple[str, ...] = (),
-         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False, own_node: bool = False):
+         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False, own_node: bool = False,
+         refusals_judged: tuple[str, ...] = ()):
     """Register a conformance case. The decorated function takes a CaseContext. `subject` defaults to the
     first requirement; the subject must be among `requirements`. `needs`: profile hooks (checked before
     anything else: unsupported without them); `exclusive`: nothing runs beside it on its broker (implies
-    `own_node`); `own_node`: runs on the run's second node of a managed broker, away from the other cases."""
+    `own_node`); `own_node`: runs on the run's second node of a managed broker, away from the other cases.
+    `refusals_judged`: error conditions of `findings.REFUSALS` that are the case's subject (see `CaseSpec.answers`)."""
     if not CASE_ID.match(id):
         raise ValueError(f"case id {id!r} must look like <section>/<n>, e.g. 2.6.8/1")
     subject = tuple(subject) or tuple(requirements[:1])
@@ -91,7 +103,7 @@ def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subj
         if missing:
             raise ValueError(f"case {id}: subject {missing} is not among its requirements")
         REGISTRY[id] = CaseSpec(id, title, tuple(requirements), func, figure, expectation, tuple(needs),
-                                exclusive, func.__module__, subject, own_node or exclusive)
+                                exclusive, func.__module__, subject, own_node or exclusive, tuple(refusals_judged))
         return func
 
     return register

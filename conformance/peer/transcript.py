@@ -226,3 +226,49 @@ class Transcript:
                                  right_label=f"Sender ({self.label})", width=width)
         return ladder.render(entries, left="broker", left_label=f"Receiver ({self.label})",
                              right_label="Sender (peer)", width=width)
+
+
+def frames_after_the_end(doc: dict) -> list[str]:
+    """What a transcript (its JSON, `Transcript.to_json()`) shows our side sending after the other side ended:
+    any frame after its close except one close of ours (2.4.3: the close "MUST be the last thing ever written
+    onto a connection"), and any frame on a session's channel after its end except our one end (a begin after
+    both ends starts a new session). One line per frame found, naming its index; [] when there is none."""
+    found: list[str] = []
+    closed_at: int | None = None
+    our_close = False
+    ours_of: dict[int, int] = {}       # the other side's channel -> ours (from its begin's remote-channel)
+    ended: dict[int, int] = {}         # our channel -> index of the other side's end, until our end answers it
+    gone: set[int] = set()             # our channels both sides ended (until our next begin there)
+    for e in doc.get("entries", []):
+        name, channel, index = e.get("name"), e.get("channel"), e.get("index")
+        if e.get("direction") == "in":
+            fields = e.get("fields") or {}
+            if name == "close":
+                closed_at = index if closed_at is None else closed_at
+            elif name == "begin" and fields.get("remote_channel") is not None:
+                ours_of[channel] = fields["remote_channel"]
+            elif name == "end" and channel in ours_of:
+                ended.setdefault(ours_of[channel], index)
+            continue
+        if closed_at is not None:
+            if name == "close" and not our_close:
+                our_close = True
+                continue
+            found.append(f"frame {index} {e.get('summary', name)} after the other side's close (frame {closed_at})")
+            continue
+        if name in ("close", "empty") or channel is None or e.get("frame_type") == "sasl":
+            continue
+        if channel in ended:
+            if name == "end":
+                gone.add(channel)
+                del ended[channel]
+            else:
+                found.append(f"frame {index} {e.get('summary', name)} on channel {channel} after the other side's "
+                             f"end of that session (frame {ended[channel]})")
+        elif channel in gone:
+            if name == "begin":
+                gone.discard(channel)
+            else:
+                found.append(f"frame {index} {e.get('summary', name)} on channel {channel} after the session "
+                             "there had ended")
+    return found
