@@ -218,8 +218,10 @@ def _read_the_refusal(result: CaseResult, ctx, refusal, findings: list, outcome:
         findings = [f for f in findings if all(f is not a for a in aside)]
     if error is not None and not error.startswith(("suite error", "internal error")):
         result.observations["error_after_refusal"] = error
+        result.observations.pop("traceback", None)      # a step the refusal cut short, not a suite bug
         error = None
-    reached = outcome is not None and outcome.kind is not OutcomeKind.UNOBSERVABLE and not aside
+    reached = outcome is not None and outcome.kind is OutcomeKind.PASSED and not aside   # (recorded behaviour
+    # or an unobservable subject after a refusal is the refusal's doing: the outcome stays in the observations)
     if error is not None or findings or reached:
         if findings:
             result.observations["then"] = refusal.text()
@@ -227,7 +229,7 @@ def _read_the_refusal(result: CaseResult, ctx, refusal, findings: list, outcome:
     result.findings = []
     if outcome is not None:
         result.observations.update(outcome.observations)
-        result.outcome = outcome.kind.value
+        result.observations["outcome_after_refusal"] = f"{outcome.kind.value}: {outcome.reason}"
     result.verdict, result.reason = Verdict.UNSUPPORTED, refusal.reason()
     result.actual = refusal.frame
     return findings, error, True

@@ -1,11 +1,12 @@
 """2.5.4 Session errors — after ending a session with an error, the broker discards frames until our end."""
 
-from ..casekit import case
+from ..casekit import REFUSALS, case
 from ..peer import summarize
 
 
 @case("2.5.4/1", "After a session error the broker discards frames until our end",
       ["2.5.4/session-error-end", "2.7.4/unattached-handle"], subject=["2.5.4/session-error-end"],
+      refusals_judged=REFUSALS,     # the session error it provokes is the subject, whatever its condition
       expectation="provoke a session error (flow on an unattached handle) and send flow(echo=true) right behind it, "
                   "in flight when the broker ends the session -> end(error), and nothing comes back for the echo; "
                   "our end completes it and a new session works")

@@ -107,6 +107,17 @@ class BrokerConfig:
     # Not a fault either: a queue at its length limit rejects the transfers beyond it (RabbitMQ's reject-publish
     # overflow) instead of withholding the publisher's credit.
     reject_on_overflow: bool = False
+    # Configurations real brokers are run with (not faults: each refuses what it does not allow, with an error
+    # a case reads as a refusal by configuration). A non-durable store refuses a durable message as Qpid
+    # Broker-J with a Memory virtual host does: detach(amqp:precondition-failed, NON_DURABLE), then end and close.
+    durable_store: bool = True
+    # False: an attach to an address with no queue is refused with detach(amqp:not-found) (no auto-creation).
+    create_on_attach: bool = True
+    # What SASL offers: ("SCRAM-SHA-256", "CRAM-MD5") is a broker that offers PLAIN over TLS only.
+    sasl_mechanisms: tuple = ("ANONYMOUS", "PLAIN")
+
+
+NON_DURABLE = "Non-durable message store cannot accept durable message."
 
 
 @dataclass
@@ -250,7 +261,7 @@ class BrokerConnection:
     def _on_header(self, header: ProtocolHeader) -> None:
         if header.protocol_id == 3:
             self.out += SASL_HEADER
-            self._send(SaslMechanisms(sasl_server_mechanisms=[Symbol("ANONYMOUS"), Symbol("PLAIN")]),
+            self._send(SaslMechanisms(sasl_server_mechanisms=[Symbol(m) for m in self.cfg.sasl_mechanisms]),
                        frame_type=SASL_FRAME)
             self.phase = "sasl"
         elif header.protocol_id == 0:
@@ -374,6 +385,14 @@ class BrokerConnection:
             self._close_with("amqp:connection:framing-error", f"handle {attach.handle} above handle-max")
             return
         handle = s.books.next_free_handle()
+        node = attach.source if attach.role == ROLE_RECEIVER else attach.target
+        address = node.address if isinstance(node, (Source, Target)) else None
+        if not self.cfg.create_on_attach and queue_name(address) not in self.state.queues:
+            self._send(Attach(name=attach.name, handle=handle, role=not attach.role, source=None, target=None,
+                              initial_delivery_count=0 if attach.role == ROLE_RECEIVER else None), channel)
+            self._send(Detach(handle=handle, closed=True, error=Error(
+                condition=Symbol("amqp:not-found"), description=f"Unknown node '{address}'")), channel)
+            return
         if attach.role == ROLE_RECEIVER:
             address = attach.source.address if isinstance(attach.source, Source) else None
             q = self.state.queue(queue_name(address))
@@ -573,6 +592,13 @@ class BrokerConnection:
                               error=Error(condition=Symbol("amqp:link:transfer-limit-exceeded"))), channel)
             s.incoming.pop(transfer.handle, None)
             return
+        if not self.cfg.durable_store and _durable(payload):
+            self._send(Detach(handle=link.handle, closed=True, error=Error(
+                condition=Symbol("amqp:precondition-failed"), description=NON_DURABLE)), channel)
+            s.incoming.pop(transfer.handle, None)
+            self._end_session(s, "amqp:session:errant-link", "link detached after a refused message")
+            self._close_with("amqp:internal-error", "session ended after a refused message")
+            return
         q = self.state.queue(link.queue)
         link.received += 1
         full = self.cfg.reject_on_overflow and q.max_length is not None and len(q.messages) >= q.max_length
@@ -613,6 +639,16 @@ class BrokerConnection:
             for link in s.incoming.values():
                 if link.blocked and not self._publisher_blocked(link):
                     self._grant_publisher_credit(s, link)
+
+
+def _durable(payload: bytes) -> bool:
+    """Whether the message's header section says durable (a first transfer frame carries it)."""
+    from ..wire import Header, decode_all
+    try:
+        sections = decode_all(payload)
+    except DecodeError:
+        return False
+    return any(isinstance(sec, Header) and bool(sec.durable) for sec in sections)
 
 
 def _message_body(payload: bytes) -> bytes:
