@@ -11,7 +11,7 @@ the transcript too.
 
 The peer stops at the other side's close or end (2.4.3: a close "MUST be the last thing ever written onto a
 connection"; 2.5.x: an ended session takes no more frames): after the other side's close, `send` sends at
-most our own close; after its end of a session, at most our end on that channel. A frame a script would send
+most our own close; after its end of a session, at most our end on that channel; after our own close, nothing. A frame a script would send
 beyond that is not sent: it is recorded in `skipped` (a one-line summary each) and returned unsent, and the
 script's next expectation ends at once (the other side has closed).
 """
@@ -98,6 +98,7 @@ class Peer(Expectations):
         self.arrived: list = []           # every incoming header/frame except heartbeats, in order
         self.ending: str | None = None    # how the other side ended the connection (errors.CLOSE_FRAME, FIN, ...)
         self.remote_closed = False        # the other side's close frame arrived (the socket may still be open)
+        self.closed_by_us = False         # our close frame went out
         self.skipped: list[str] = []      # frames a script asked for after the other side's close / end: not sent
         self._inbox: deque = deque()      # (arrival index, item) not yet consumed by an expectation
         self._cond = threading.Condition()
@@ -158,6 +159,7 @@ class Peer(Expectations):
                 self.skipped.append(f"{summarize(frame)} on channel {channel}: not sent, {why}")
                 return frame
             self.state.observe_out(frame)
+            self.closed_by_us = self.closed_by_us or isinstance(body, Close)
             self._inbound.sent(body)
         self._write(raw, frame)
         return frame
@@ -165,6 +167,8 @@ class Peer(Expectations):
     def _silenced(self, channel: int, body: Any) -> str | None:
         """Under `_cond`: why `body` on `channel` must not be sent (the other side closed the connection or
         ended that session), or None."""
+        if self.closed_by_us:
+            return "our close had gone out (the last frame of a connection)"
         if self.remote_closed:
             return None if isinstance(body, Close) else "the other side had closed the connection"
         s = self.state.sessions.get(channel)
