@@ -228,11 +228,14 @@ class Transcript:
                              right_label="Sender (peer)", width=width)
 
 
-def frames_after_the_end(doc: dict) -> list[str]:
-    """What a transcript (its JSON, `Transcript.to_json()`) shows our side sending after the other side ended:
-    any frame after its close except one close of ours (2.4.3: the close "MUST be the last thing ever written
-    onto a connection"), and any frame on a session's channel after its end except our one end (a begin after
-    both ends starts a new session). One line per frame found, naming its index; [] when there is none."""
+def frames_after_the_end(doc: dict | list) -> list[str]:
+    """What a transcript (its JSON, `Transcript.to_json()`, or a run's transcript file: a list of them, one per
+    connection) shows our side sending after the other side ended: any frame after its close except one close
+    of ours (2.4.3: the close "MUST be the last thing ever written onto a connection"), and any frame on a
+    session's channel after its end except our one end (a begin after both ends starts a new session). One
+    line per frame found, naming its index (and connection); [] when there is none."""
+    if isinstance(doc, list):
+        return [f"connection {n}: {line}" for n, one in enumerate(doc, 1) for line in frames_after_the_end(one)]
     found: list[str] = []
     closed_at: int | None = None
     our_close = False
