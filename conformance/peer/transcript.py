@@ -241,7 +241,7 @@ def frames_after_the_end(doc: dict | list) -> list[str]:
     our_close = False
     ours_of: dict[int, int] = {}       # the other side's channel -> ours (from its begin's remote-channel)
     ended: dict[int, int] = {}         # our channel -> index of the other side's end, until our end answers it
-    gone: set[int] = set()             # our channels both sides ended (until our next begin there)
+    ending: set[int] = set()           # our channels where our end went out first (their end completes it)
     for e in doc.get("entries", []):
         name, channel, index = e.get("name"), e.get("channel"), e.get("index")
         if e.get("direction") == "in":
@@ -251,7 +251,11 @@ def frames_after_the_end(doc: dict | list) -> list[str]:
             elif name == "begin" and fields.get("remote_channel") is not None:
                 ours_of[channel] = fields["remote_channel"]
             elif name == "end" and channel in ours_of:
-                ended.setdefault(ours_of[channel], index)
+                ours = ours_of.pop(channel)
+                if ours in ending:
+                    ending.discard(ours)       # the answer to our end: the channel is free again
+                else:
+                    ended.setdefault(ours, index)
             continue
         if closed_at is not None:
             if name == "close" and not our_close:
@@ -263,15 +267,10 @@ def frames_after_the_end(doc: dict | list) -> list[str]:
             continue
         if channel in ended:
             if name == "end":
-                gone.add(channel)
-                del ended[channel]
+                del ended[channel]             # our end answers theirs: the session is over
             else:
                 found.append(f"frame {index} {e.get('summary', name)} on channel {channel} after the other side's "
                              f"end of that session (frame {ended[channel]})")
-        elif channel in gone:
-            if name == "begin":
-                gone.discard(channel)
-            else:
-                found.append(f"frame {index} {e.get('summary', name)} on channel {channel} after the session "
-                             "there had ended")
+        elif name == "end":
+            ending.add(channel)
     return found

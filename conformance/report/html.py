@@ -31,7 +31,7 @@ VERDICT_MEANING = {
     "fail": "a MUST-level requirement was broken",
     "non-strict": "a SHOULD-level requirement was broken",
     "informational": "behaviour the spec leaves open, recorded",
-    "unsupported": "the broker profile lacks a hook the case needs",
+    "unsupported": "the broker profile lacks a hook the case needs, or its configuration refused a step",
     "error": "the run itself broke",
     "not-run": "not judged on this broker@version",
 }

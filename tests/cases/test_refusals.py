@@ -60,6 +60,10 @@ def test_the_checker_passes_our_end_and_close_and_a_new_session():
         _entry(3, "out", "end", 0), _entry(4, "out", "begin", 0), _entry(5, "in", "close"),
         _entry(6, "out", "close")]}
     assert frames_after_the_end(doc) == []
+    ours_first = {"entries": [       # our end first, their end answers it: the channel is free for a new begin
+        _entry(0, "out", "begin", 1), _entry(1, "in", "begin", 1, remote_channel=1), _entry(2, "out", "end", 1),
+        _entry(3, "in", "end", 1), _entry(4, "out", "begin", 1), _entry(5, "out", "attach", 1)]}
+    assert frames_after_the_end(ours_first) == []
 
 
 # -- a non-durable store ----------------------------------------------------------------------------------------
