@@ -115,6 +115,9 @@ class BrokerConfig:
     create_on_attach: bool = True
     # What SASL offers: ("SCRAM-SHA-256", "CRAM-MD5") is a broker that offers PLAIN over TLS only.
     sasl_mechanisms: tuple = ("ANONYMOUS", "PLAIN")
+    # The condition the end_session_on_drain fault ends the session with (a refusal condition: the spec
+    # still forbids ending the session while the drain is unanswered).
+    drain_end_condition: str = "amqp:internal-error"
 
 
 NON_DURABLE = "Non-durable message store cannot accept durable message."
@@ -484,7 +487,7 @@ class BrokerConnection:
         if self.faults.end_session_on_drain and flow.drain and len(self.state.queue(link.queue).messages) < credit:
             b.link_credit = max(len(self.state.queue(link.queue).messages) - 1, 0)
             self._pump_link(s, link)
-            self._end_session(s, "amqp:internal-error", "drain failed")
+            self._end_session(s, self.cfg.drain_end_condition, "drain failed")
             return
         if self.faults.ignore_flow_without_delivery_count and flow.delivery_count is None:
             b.link_credit = before

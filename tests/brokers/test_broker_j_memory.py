@@ -23,6 +23,7 @@ from conformance.brokers.jvm import cache_dir, java_command, wait_http
 from conformance.brokers.managed import free_port
 from conformance.brokers.qpid_broker_j import QpidBrokerJ92, initial_config
 from conformance.cli import main
+from conformance.errors import EXIT_AUTH_FAILED
 from conformance.peer import frames_after_the_end
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -30,26 +31,32 @@ pytestmark = [pytest.mark.broker, pytest.mark.slow]
 NON_DURABLE = "Non-durable message store cannot accept durable message."
 
 
-def memory_virtual_host_config(workdir: Path, amqp_port: int, http_port: int) -> dict:
-    """Broker-J's initial configuration with a Memory virtual host (no store on disk) and PLAIN for guest."""
+def memory_virtual_host_config(workdir: Path, amqp_port: int, http_port: int, secure_port: int) -> dict:
+    """Broker-J's initial configuration with a Memory virtual host (no store on disk) and PLAIN for guest;
+    `secure_port` has Broker-J's default, PLAIN over TLS only (it is a plain port: PLAIN is not offered)."""
     values = {"amqp_port": amqp_port, "anonymous_port": free_port(), "http_port": http_port,
               "store_dir": str(workdir / "unused"), "log_file": str(workdir / "qpid.log"),
               "model_version": QpidBrokerJ92.model_version}
     config = initial_config(values)
     config["virtualhostnodes"][0]["virtualHostInitialConfiguration"] = json.dumps({"type": "Memory"})
+    config["authenticationproviders"].append(
+        {"name": "plain-over-tls", "type": "Plain", "users": [{"name": "guest", "type": "managed", "password": "guest"}]})
+    config["ports"].append({"name": "AMQP-PLAIN-OVER-TLS-ONLY", "port": secure_port, "bindingAddress": "127.0.0.1",
+                            "authenticationProvider": "plain-over-tls", "protocols": ["AMQP_1_0"]})
     return config
 
 
 @contextlib.contextmanager
 def broker_j_memory(workdir: Path):
     """Start Broker-J 9.2.1 (the managed broker's cached modules) with a Memory virtual host; yield
-    (AMQP URL, REST base URL); stop it (this process's own child) afterwards."""
+    (AMQP URL, REST base URL, URL of a port that allows PLAIN over TLS only); stop it (this process's own
+    child) afterwards."""
     lib = cache_dir() / "qpid-broker-j" / QpidBrokerJ92.version / "lib"
     if not QpidBrokerJ92().provisioned():
         pytest.skip("qpid-broker-j-9.2 is not provisioned (amqp-conformance brokers provision --tested)")
-    amqp_port, http_port = free_port(), free_port()
+    amqp_port, http_port, secure_port = free_port(), free_port(), free_port()
     config = workdir / "initial-config.json"
-    config.write_text(json.dumps(memory_virtual_host_config(workdir, amqp_port, http_port)))
+    config.write_text(json.dumps(memory_virtual_host_config(workdir, amqp_port, http_port, secure_port)))
     argv = [java_command(), "-Xms64m", "-Xmx384m", f"-Dqpid.work_dir={workdir / 'work'}",
             f"-Dqpid.home_dir={workdir}", "-cp", f"{lib}/*", "org.apache.qpid.server.Main", "-icp", str(config)]
     with open(workdir / "stdout.log", "wb") as out:
@@ -59,7 +66,8 @@ def broker_j_memory(workdir: Path):
         api = f"http://127.0.0.1:{http_port}/api/latest"
         wait_http(f"{api}/virtualhost/default/default", 120, "Broker-J's Memory virtual host", user="guest",
                   password="guest", until=lambda body: isinstance(body, dict) and body.get("state") == "ACTIVE")
-        yield f"amqp://guest:guest@127.0.0.1:{amqp_port}", f"http://guest:guest@127.0.0.1:{http_port}/api/latest"
+        yield (f"amqp://guest:guest@127.0.0.1:{amqp_port}", f"http://guest:guest@127.0.0.1:{http_port}/api/latest",
+               f"amqp://guest:guest@127.0.0.1:{secure_port}")
     finally:
         process.terminate()
         try:
@@ -79,13 +87,27 @@ def user_profile(path: Path, rest: str) -> Path:
 def test_broker_j_with_a_memory_virtual_host_by_url(tmp_path, capsys):
     workdir = tmp_path / "node"
     workdir.mkdir()
-    with broker_j_memory(workdir) as (url, rest):
+    with broker_j_memory(workdir) as (url, rest, plain_over_tls_only):
         profile = user_profile(tmp_path / "mine.toml", rest)
         started = time.monotonic()
         main(["run", "--broker", url, "--profile", str(profile), "--reports-dir", str(tmp_path / "reports"),
               "-n", "0", "--json"])
         took = time.monotonic() - started
-    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+        records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+        # the generic profile makes no queue ("create = auto") and Broker-J creates none on attach: not-found
+        main(["run", "2.6.7/10", "2.6.7/13", "--broker", url, "--profile", "generic",
+              "--reports-dir", str(tmp_path / "generic"), "-n", "0", "--json"])
+        unknown = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+        # PLAIN over TLS only, on a plain port: one line, the authentication exit code
+        code = main(["run", "2.6.8/1", "--broker", plain_over_tls_only, "--reports-dir", str(tmp_path / "tls"),
+                     "-n", "0"])
+        said = capsys.readouterr().err
+    assert code == EXIT_AUTH_FAILED, said
+    assert "not PLAIN, on this connection without TLS" in said and "amqps://" in said and "Traceback" not in said
+    assert "guest:guest" not in said
+    assert [r["verdict"] for r in unknown] == ["unsupported", "unsupported"], unknown
+    assert all("amqp:not-found" in r["reason"] and "could not reach its subject" in r["reason"] for r in unknown)
+    assert all(r["findings"] == [] for r in unknown)
     if os.environ.get("AMQP_CONFORMANCE_KEEP"):     # for a look at the verdicts by hand
         Path(os.environ["AMQP_CONFORMANCE_KEEP"]).write_text(json.dumps(records, indent=1))
     assert len(records) >= 30, records

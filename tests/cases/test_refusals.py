@@ -100,6 +100,15 @@ def test_a_durable_publisher_refused_is_a_refusal_line_not_a_finding(case_id):
     assert silent_after_the_end(result) == []
 
 
+def test_a_refusal_the_spec_forbids_stays_a_finding_on_the_sentence_that_forbids_it():
+    """Ending the session with not-allowed while a drain is unanswered: the drain obligation is broken."""
+    result = run("2.6.7/1", BrokerConfig(drain_end_condition="amqp:not-allowed"), Faults(end_session_on_drain=True))
+    assert result.verdict.value == "fail", result.reason
+    assert result.violated == "2.6.7/drain-advance" and result.findings[0]["source"] == "obligation"
+    assert "amqp:not-allowed" in result.reason
+    assert silent_after_the_end(result) == []
+
+
 # -- a broker that refuses unknown addresses -------------------------------------------------------------------
 
 NO_AUTO_CREATE = BrokerConfig(create_on_attach=False)
