@@ -15,5 +15,6 @@ from .findings import (
 )
 from .spec import MODEL_REQUIREMENTS, REGISTRY, CaseSpec, case
 
-__all__ = ["REFUSALS", "CaseConclusion", "CaseHalted", "CaseUnsupported", "Finding", "Obligation", "Outcome", "OutcomeKind",
+__all__ = ["REFUSALS",
+           "CaseConclusion", "CaseHalted", "CaseUnsupported", "Finding", "Obligation", "Outcome", "OutcomeKind",
            "Source", "SubjectUnobservable", "SuiteError", "MODEL_REQUIREMENTS", "REGISTRY", "CaseSpec", "case"]

@@ -12,8 +12,9 @@ observations. A hook the broker lacks (`HookUnsupported`) is UNSUPPORTED; a hook
 (`CaseSpec.needs`) is checked first, before the broker lock is asked for or a connection opened, so such a
 case costs nothing. A broker that refused a step by its configuration (`findings.REFUSALS`: a detach, end
 or close with precondition-failed, not-found, ...) before the case reached its subject is UNSUPPORTED,
-quoting the refusal; what was found after it is set aside (`_read_the_refusal`). Broker-wide cases (alarms) hold an exclusive lock on the broker so nothing else runs
-beside them, across pytest-xdist workers too (ordinary cases hold a shared lock).
+quoting the refusal; what was found after it is set aside (`_read_the_refusal`). Broker-wide cases (alarms)
+hold an exclusive lock on the broker so nothing else runs beside them, across pytest-xdist workers too
+(ordinary cases hold a shared lock).
 """
 
 from __future__ import annotations

@@ -83,8 +83,8 @@ REGISTRY: dict[str, CaseSpec] = {}
 
 
 def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subject: list[str] | tuple[str, ...] = (),
-         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False, own_node: bool = False,
-         refusals_judged: tuple[str, ...] = ()):
+         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False,
+         own_node: bool = False, refusals_judged: tuple[str, ...] = ()):
     """Register a conformance case. The decorated function takes a CaseContext. `subject` defaults to the
     first requirement; the subject must be among `requirements`. `needs`: profile hooks (checked before
     anything else: unsupported without them); `exclusive`: nothing runs beside it on its broker (implies

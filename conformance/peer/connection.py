@@ -11,9 +11,9 @@ the transcript too.
 
 The peer stops at the other side's close or end (2.4.3: a close "MUST be the last thing ever written onto a
 connection"; 2.5.x: an ended session takes no more frames): after the other side's close, `send` sends at
-most our own close; after its end of a session, at most our end on that channel; after our own close, nothing. A frame a script would send
-beyond that is not sent: it is recorded in `skipped` (a one-line summary each) and returned unsent, and the
-script's next expectation ends at once (the other side has closed).
+most our own close; after its end of a session, at most our end on that channel; after our own close,
+nothing. A frame a script would send beyond that is not sent: it is recorded in `skipped` (a one-line
+summary each) and returned unsent; after a close the script's next expectation ends at once.
 """
 
 from __future__ import annotations

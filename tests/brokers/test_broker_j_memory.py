@@ -40,7 +40,8 @@ def memory_virtual_host_config(workdir: Path, amqp_port: int, http_port: int, se
     config = initial_config(values)
     config["virtualhostnodes"][0]["virtualHostInitialConfiguration"] = json.dumps({"type": "Memory"})
     config["authenticationproviders"].append(
-        {"name": "plain-over-tls", "type": "Plain", "users": [{"name": "guest", "type": "managed", "password": "guest"}]})
+        {"name": "plain-over-tls", "type": "Plain",
+         "users": [{"name": "guest", "type": "managed", "password": "guest"}]})
     config["ports"].append({"name": "AMQP-PLAIN-OVER-TLS-ONLY", "port": secure_port, "bindingAddress": "127.0.0.1",
                             "authenticationProvider": "plain-over-tls", "protocols": ["AMQP_1_0"]})
     return config
