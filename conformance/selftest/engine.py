@@ -109,7 +109,8 @@ class BrokerConfig:
     reject_on_overflow: bool = False
     # Configurations real brokers are run with (not faults: each refuses what it does not allow, with an error
     # a case reads as a refusal by configuration). A non-durable store refuses a durable message as Qpid
-    # Broker-J with a Memory virtual host does: detach(amqp:precondition-failed, NON_DURABLE), then end and close.
+    # Broker-J 9.2.1 with a Memory virtual host does: detach(amqp:precondition-failed, NON_DURABLE), then
+    # end(amqp:session:errant-link) and close(amqp:session:unattached-handle).
     durable_store: bool = True
     # False: an attach to an address with no queue is refused with detach(amqp:not-found) (no auto-creation).
     create_on_attach: bool = True
@@ -600,7 +601,7 @@ class BrokerConnection:
                 condition=Symbol("amqp:precondition-failed"), description=NON_DURABLE)), channel)
             s.incoming.pop(transfer.handle, None)
             self._end_session(s, "amqp:session:errant-link", "link detached after a refused message")
-            self._close_with("amqp:internal-error", "session ended after a refused message")
+            self._close_with("amqp:session:unattached-handle", "session ended after a refused message")  # as 9.2.1
             return
         q = self.state.queue(link.queue)
         link.received += 1

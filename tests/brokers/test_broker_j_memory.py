@@ -114,10 +114,9 @@ def test_broker_j_with_a_memory_virtual_host_by_url(tmp_path, capsys):
     assert len(records) >= 30, records
     by_id = {r["case_id"]: r for r in records}
     for r in records:
-        refused = r["observations"].get("refusal") or {}
-        if r["verdict"] in ("fail", "non-strict"):        # a finding stands only if recorded before any refusal
-            assert all(f["requirement"] not in str(refused) for f in r["findings"])
-            assert "set_aside_after_refusal" not in r["observations"] or r["findings"], r
+        refused = r["observations"].get("refusal")
+        if r["verdict"] in ("fail", "non-strict"):        # Broker-J's own shortfalls (as on a managed node), none
+            assert refused is None and "precondition-failed" not in json.dumps(r["findings"]), r   # from the store
         if r["verdict"] == "unsupported" and refused:
             assert "could not reach its subject" in r["reason"] and refused["condition"] in r["reason"]
     wrap = by_id["2.6.7/11"]
