@@ -15,8 +15,7 @@ def session_error_discards(ctx):
     The flow on an unattached handle obliges the broker to end the session (2.7.4/unattached-handle). The echo
     goes out before the broker's end can have arrived: our peer sends nothing on a session after its end."""
     session = ctx.session()
-    session.flow(handle=9, link_credit=1, delivery_count=0)
-    session.peer.flow(session.channel, echo=True)      # in flight when the broker ends the session
+    session.flow(handle=9, link_credit=1, delivery_count=0, and_echo=True)   # the echo in flight with it
     answer = session.await_session_error()
     if answer is None:
         return ctx.unobservable("2.5.4/session-error-end", "the broker did not end the session on a flow on an "

@@ -164,6 +164,29 @@ class Peer(Expectations):
         self._write(raw, frame)
         return frame
 
+    def send_together(self, *frames: tuple[Any, int]) -> list[Frame]:
+        """Send several (body, channel) frames in one write, so all are on the wire before an answer to the
+        first can have been read: frames in flight together (e.g. one that crosses the other side's end of a
+        session). The stop rule is applied once, before the first."""
+        built = [Frame(channel, body, b"", AMQP_FRAME, raw=encode_frame(body, channel)) for body, channel in frames]
+        with self._cond:
+            why = self._silenced(built[0].channel, built[0].body)
+            if why is not None:
+                self.skipped.extend(f"{summarize(f)} on channel {f.channel}: not sent, {why}" for f in built)
+                return built
+            for frame in built:
+                self.state.observe_out(frame)
+                self._inbound.sent(frame.body)
+        try:
+            self.transport.write(b"".join(f.raw for f in built),
+                                 lambda: [self.transcript.add("out", f, f.raw) for f in built])
+        except OSError as exc:
+            how = self.ending or (RESET if isinstance(exc, ConnectionResetError) else FIN
+                                  if isinstance(exc, BrokenPipeError) else None)
+            raise ConnectionLost(f"nothing: sending {summarize(built[0])} failed ({exc.strerror or exc})",
+                                 list(self.arrived), how) from None
+        return built
+
     def _silenced(self, channel: int, body: Any) -> str | None:
         """Under `_cond`: why `body` on `channel` must not be sent (the other side closed the connection or
         ended that session), or None."""
