@@ -21,7 +21,8 @@ class Verdict(str, Enum):
     FAIL = "fail"                  # a MUST was broken
     NON_STRICT = "non-strict"      # a SHOULD was broken
     INFORMATIONAL = "informational"  # behaviour the spec leaves open, recorded with what was seen
-    UNSUPPORTED = "unsupported"    # the broker profile lacks a hook the case needs
+    UNSUPPORTED = "unsupported"    # the broker profile lacks a hook the case needs, or the broker's configuration
+                                   # refused a step before the case reached its subject (casekit.findings.REFUSALS)
     ERROR = "error"                # the run itself broke (setup timeout, broker died)
 
     def __str__(self) -> str:
@@ -36,7 +37,7 @@ MEANING = {
     Verdict.FAIL: "a MUST-level requirement was broken",
     Verdict.NON_STRICT: "a SHOULD-level requirement was broken",
     Verdict.INFORMATIONAL: "behaviour the spec leaves open, recorded",
-    Verdict.UNSUPPORTED: "the broker profile lacks a hook the case needs",
+    Verdict.UNSUPPORTED: "the broker profile lacks a hook the case needs, or its configuration refused a step",
     Verdict.ERROR: "the run itself broke",
 }
 

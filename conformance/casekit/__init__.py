@@ -10,10 +10,11 @@
 """
 
 from .findings import (
-    CaseConclusion, CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Source,
+    REFUSALS, CaseConclusion, CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Source,
     SubjectUnobservable, SuiteError,
 )
 from .spec import MODEL_REQUIREMENTS, REGISTRY, CaseSpec, case
 
-__all__ = ["CaseConclusion", "CaseHalted", "CaseUnsupported", "Finding", "Obligation", "Outcome", "OutcomeKind",
+__all__ = ["REFUSALS",
+           "CaseConclusion", "CaseHalted", "CaseUnsupported", "Finding", "Obligation", "Outcome", "OutcomeKind",
            "Source", "SubjectUnobservable", "SuiteError", "MODEL_REQUIREMENTS", "REGISTRY", "CaseSpec", "case"]

@@ -8,6 +8,9 @@ lets a scenario go on past a halted step, `ctx.oblige(...)` opens an obligation.
 adds the model's findings over every transcript and the broken obligations. How a case ends normally:
 `ctx.passed(reason)`, `ctx.informational(reason)` (behaviour the spec leaves open, recorded), or
 `ctx.unobservable(requirement, because)` (the subject needs a behaviour this broker does not show).
+`ctx.refusal()` finds the broker's refusal by configuration (`findings.REFUSALS`) and `ctx.after_refusal`
+tells which findings came after it; a case that works around a refusal (e.g. sends non-durable messages
+where durable ones were refused) takes it off the record with `ctx.worked_around(conn, why)`.
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from .. import catalogue
 from ..model import transcript_violations
 from ..peer import ExpectationTimeout, Peer, PeerError, Timeouts, summarize
 from ..peer.errors import FIN
-from ..wire import Close, End, Transfer
+from ..wire import Close, Detach, End, Error, Transfer
 from .findings import (
-    CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Source, SuiteError,
+    REFUSALS, CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Refusal, Source, SuiteError,
 )
 from .scripts import ConnectionScript, ReceiverScript, ScriptError, SessionScript
 from .spec import missing_hook_reason
@@ -40,6 +43,8 @@ class CaseContext:
         self.findings: list[Finding] = []
         self.obligations: list[Obligation] = []
         self.connections: list[ConnectionScript] = []
+        self._recorded_at: dict[int, dict[int, int]] = {}   # id(finding) -> frames arrived per connection then
+        self._worked_around: dict[int, str] = {}            # connection number -> why its refusal is not the end
         self._queues: list[str] = []
         self._preloaded: dict[str, list[bytes]] = {}
         self._slug = re.sub(r"[^a-z0-9]+", "-", spec.id.lower()).strip("-")
@@ -150,6 +155,7 @@ class CaseContext:
         finding = Finding(requirement, reason, expected, actual, frame_index,
                           conn.number if conn is not None else None, source)
         self.findings.append(finding)
+        self._recorded_at[id(finding)] = {c.number: len(c.peer.arrived) for c in self.connections}
         return finding
 
     def halt(self, requirement: str, reason: str, *, expected: str | None = None, actual: str | None = None,
@@ -183,6 +189,54 @@ class CaseContext:
         sent = [e.index for e in conn.peer.transcript.snapshot() if e.direction == "out" and not e.auto]
         # the frame just sent (an answer may already have arrived after it: the scan starts at our frame)
         self.obligations.append(Obligation(requirement, what, conn, channel, answers, sent[-1] if sent else -1))
+
+    # -- refusals by the broker's configuration ------------------------------------------------------------
+
+    def refusals(self, conn: ConnectionScript) -> list[Refusal]:
+        """The broker's detach / end / close on `conn` whose error condition is a refusal outside the case's
+        subject (`findings.REFUSALS` less `CaseSpec.answers`), in arrival order."""
+        answers = set(getattr(self.spec, "answers", ()))
+        arrived = list(conn.peer.arrived)
+        found = []
+        for position, item in enumerate(arrived):
+            body = getattr(item, "body", None)
+            if not isinstance(body, (Detach, End, Close)):
+                continue
+            condition = Peer.error_condition(item)
+            if condition is None or condition not in REFUSALS or condition in answers:
+                continue
+            err = body.error
+            description = str(err.description) if isinstance(err, Error) and err.description is not None else None
+            found.append(Refusal(condition, description, body.NAME, conn.number, _transcript_index(conn, item),
+                                 position, summarize(item)))
+        return found
+
+    def refusal(self) -> Refusal | None:
+        """The first refusal on a connection whose refusal the case did not work around (None: none)."""
+        for conn in self.connections:
+            if conn.number in self._worked_around:
+                continue
+            found = self.refusals(conn)
+            if found:
+                return found[0]
+        return None
+
+    def worked_around(self, conn: ConnectionScript, why: str) -> None:
+        """The case got around the refusals on `conn` (recorded in the observations with `why`): they end
+        nothing, and what was found after them stands."""
+        self._worked_around[conn.number] = why
+        self.observations.setdefault("refusals_worked_around", []).append(
+            {"connection": conn.number, "why": why, "refusals": [r.to_record() for r in self.refusals(conn)]})
+
+    def after_refusal(self, finding: Finding, refusal: Refusal) -> bool:
+        """Whether `finding` was recorded once `refusal` had arrived (a model finding: at a later frame of
+        the refusal's connection). A broken obligation never is: the spec forbids that refusal."""
+        if finding.source is Source.OBLIGATION:
+            return False
+        if finding.source is Source.MODEL:
+            return finding.connection == refusal.connection and (finding.frame_index or 0) > refusal.frame_index
+        then = self._recorded_at.get(id(finding), {})
+        return then.get(refusal.connection, 0) > refusal.position
 
     # -- how a case ends -----------------------------------------------------------------------------------
 
@@ -278,6 +332,13 @@ class CaseContext:
                 version = str(props.get("version", version)) if props.get("version") else version
                 break
         return product, version
+
+
+def _transcript_index(conn: ConnectionScript, item: Any) -> int:
+    for entry in conn.peer.transcript.snapshot():
+        if entry.item is item:
+            return entry.index
+    return -1
 
 
 def _ended_while_open(ob: Obligation) -> tuple[Any, int] | None:

@@ -11,8 +11,11 @@ resting on a connection that was reset or stalled, or on a broker that died or s
 case (`conformance.brokers.liveness`), is ERROR too: the verdict it would have given stays in the
 observations. A hook the broker lacks (`HookUnsupported`) is UNSUPPORTED; a hook the case declares
 (`CaseSpec.needs`) is checked first, before the broker lock is asked for or a connection opened, so such a
-case costs nothing. Broker-wide cases (alarms) hold an exclusive lock on the broker so nothing else runs
-beside them, across pytest-xdist workers too (ordinary cases hold a shared lock).
+case costs nothing. A broker that refused a step by its configuration (`findings.REFUSALS`: a detach, end
+or close with precondition-failed, not-found, ...) before the case reached its subject is UNSUPPORTED,
+quoting the refusal; what was found after it is set aside (`_read_the_refusal`). Broker-wide cases (alarms)
+hold an exclusive lock on the broker so nothing else runs beside them, across pytest-xdist workers too
+(ordinary cases hold a shared lock).
 """
 
 from __future__ import annotations
@@ -133,6 +136,9 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
         result.waited_s = {"timeout": round(sum(p.timed_out_s for p in peers), 3),
                            "quiet": round(sum(p.quiet_s for p in peers), 3)}
         result.observations.update(ctx.observations)
+        skipped = [f"connection {c.number}: {line}" for c in ctx.connections for line in c.peer.skipped]
+        if skipped:        # steps the case asked for after the broker's close / end: not sent (no finding)
+            result.observations["not_sent_after_the_broker_ended"] = skipped
         result.transcripts = ctx.transcripts_json()
         result.ladders = ctx.ladders()
         ident = ctx.broker_identity()
@@ -184,6 +190,11 @@ def _conclude(result: CaseResult, spec: CaseSpec, ctx, outcome: Outcome | None, 
                          "does not declare; declare it (or judge the subject another way)")
         result.findings = [f.to_record() for f in findings]
         return
+    refusal = ctx.refusal()
+    if refusal is not None:
+        findings, error, done = _read_the_refusal(result, ctx, refusal, findings, outcome, error)
+        if done:
+            return
     result.findings = [f.to_record() for f in findings]
     decided = verdict_of(findings)
     if outcome is not None:
@@ -206,4 +217,34 @@ def _conclude(result: CaseResult, spec: CaseSpec, ctx, outcome: Outcome | None, 
         result.verdict, result.reason = Verdict.ERROR, "the case halted without recording a finding (a suite bug)"
     else:
         result.verdict, result.reason = outcome.verdict, outcome.reason
+
+
+def _read_the_refusal(result: CaseResult, ctx, refusal, findings: list, outcome: Outcome | None,
+                      error: str | None) -> tuple[list, str | None, bool]:
+    """The broker refused something by its configuration (`findings.REFUSALS`): what the case recorded after
+    the refusal is set aside (observations), and a case that did not reach its subject reports the refusal
+    (UNSUPPORTED, quoting condition and description). Returns the findings that stand, the error that stands
+    (one the refusal caused does not), and whether the verdict is decided."""
+    result.observations["refusal"] = refusal.to_record()
+    aside = [f for f in findings if ctx.after_refusal(f, refusal)]
+    if aside:
+        result.observations["set_aside_after_refusal"] = [f.to_record() for f in aside]
+        findings = [f for f in findings if all(f is not a for a in aside)]
+    if error is not None and not error.startswith(("suite error", "internal error")):
+        result.observations["error_after_refusal"] = error
+        result.observations.pop("traceback", None)      # a step the refusal cut short, not a suite bug
+        error = None
+    reached = outcome is not None and outcome.kind is OutcomeKind.PASSED and not aside   # (recorded behaviour
+    # or an unobservable subject after a refusal is the refusal's doing: the outcome stays in the observations)
+    if error is not None or findings or reached:
+        if findings:
+            result.observations["then"] = refusal.text()
+        return findings, error, False
+    result.findings = []
+    if outcome is not None:
+        result.observations.update(outcome.observations)
+        result.observations["outcome_after_refusal"] = f"{outcome.kind.value}: {outcome.reason}"
+    result.verdict, result.reason = Verdict.UNSUPPORTED, refusal.reason()
+    result.actual = refusal.frame
+    return findings, error, True
 

@@ -11,6 +11,13 @@ observable on this broker). Nothing else decides a verdict.
 An *obligation* is a request the spec obliges the broker to answer (a drain, a flow on an unattached
 handle); the catalogue marks which requirements are obligations. A broker that ends the session or closes
 the connection with an error while one raised by our frames is open has broken that requirement.
+
+A *refusal* is a detach, end or close whose error condition says the broker's configuration does not allow
+what the case asked for (`REFUSALS`: precondition-failed, not-allowed, unauthorized-access, not-found,
+resource-limit-exceeded, not-implemented), outside the case's subject (`CaseSpec.answers`). What the case
+recorded after it arrived is set aside (kept in the observations), and a case that could not reach its
+subject reports the refusal, quoting condition and description (verdict `unsupported`). Findings recorded
+before it, and broken obligations (a refusal the spec forbids), stand.
 """
 
 from __future__ import annotations
@@ -110,6 +117,38 @@ class Obligation:
     channel: int | None                  # the broker's channel of the session it concerns (None: any)
     answers: Callable[[Any], bool]
     frame_index: int
+
+
+# Error conditions (2.8.15) with which a broker refuses what its configuration does not allow.
+REFUSALS = frozenset({"amqp:precondition-failed", "amqp:not-allowed", "amqp:unauthorized-access", "amqp:not-found",
+                      "amqp:resource-limit-exceeded", "amqp:not-implemented"})
+
+_ENDED_BY = {"detach": "refused the link (detach)", "end": "ended the session", "close": "closed the connection"}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The broker's detach, end or close carrying a refusal condition (see `REFUSALS`)."""
+
+    condition: str
+    description: str | None
+    performative: str                   # detach / end / close
+    connection: int                     # 1-based connection number of the case
+    frame_index: int                    # index in that connection's transcript
+    position: int                       # index among the frames that arrived on that connection
+    frame: str                          # the frame, summarized
+
+    def text(self) -> str:
+        said = f' ("{self.description}")' if self.description else ""
+        return f"the broker {_ENDED_BY.get(self.performative, self.performative)} with {self.condition}{said}"
+
+    def reason(self) -> str:
+        return (f"{self.text()}: the case could not reach its subject on this broker's configuration "
+                f"(connection {self.connection}, frame {self.frame_index})")
+
+    def to_record(self) -> dict:
+        return {"condition": self.condition, "description": self.description, "performative": self.performative,
+                "connection": self.connection, "frame_index": self.frame_index, "frame": self.frame}
 
 
 # -- signals inside a case -----------------------------------------------------------------------------------

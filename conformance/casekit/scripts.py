@@ -207,11 +207,17 @@ class SessionScript:
 
     # -- session flow ------------------------------------------------------------------------------------
 
-    def flow(self, **fields) -> None:
+    def flow(self, *, and_echo: bool = False, **fields) -> None:
         """A flow on this session with the session fields from tracked state; anything given wins. A flow
-        naming a handle with no link on it opens the obligation 2.7.4/unattached-handle."""
+        naming a handle with no link on it opens the obligation 2.7.4/unattached-handle. `and_echo`: a
+        flow(echo=true) right behind it in the same write (in flight when the broker answers the first)."""
         self._mark = self.peer.mark()
-        self.peer.flow(self.channel, **fields)
+        if and_echo:
+            values = {**self.state.session_fields(), **fields}
+            self.peer.send_together([(Flow(**values), self.channel),
+                                     (Flow(**self.state.session_fields(), echo=True), self.channel)])
+        else:
+            self.peer.flow(self.channel, **fields)
         handle = fields.get("handle")
         if handle is not None and handle not in self.state.links:
             remote = self.remote_channel

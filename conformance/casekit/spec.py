@@ -44,6 +44,16 @@ class CaseSpec:
                                       # broker's answer to that error (tests/cases/test_own_frames.py)
     kind: str = "broker"              # whose frames are judged: "broker", or "client" (a client library driven
                                       # through its API against a scripted broker: casekit/client.py)
+    refusals_judged: tuple[str, ...] = ()   # error conditions that are the case's subject, not a refusal
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        """Error conditions the case judges as the broker's answer (never read as a refusal by configuration):
+        its own, and resource-limit-exceeded for a case that raises alarms or fills queues (a broker may close
+        or detach with it: that is the behaviour the case records)."""
+        limits = ("amqp:resource-limit-exceeded",) if any(
+            h.endswith("_alarm") or h.startswith("queue_") for h in self.needs) else ()
+        return self.refusals_judged + limits
 
     @property
     def section(self) -> str:
@@ -78,14 +88,17 @@ CLIENT_REGISTRY: dict[str, CaseSpec] = {}    # client cases (kind "client"), num
 
 
 def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subject: list[str] | tuple[str, ...] = (),
-         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False, own_node: bool = False,
-         deliberate: list[str] | tuple[str, ...] = (), kind: str = "broker"):
+         figure: str | None = None, expectation: str = "", needs: tuple[str, ...] = (), exclusive: bool = False,
+         own_node: bool = False, deliberate: list[str] | tuple[str, ...] = (), refusals_judged: tuple[str, ...] = (),
+         kind: str = "broker"):
     """Register a conformance case. The decorated function takes a CaseContext. `subject` defaults to the
     first requirement; the subject must be among `requirements`. `needs`: profile hooks (checked before
     anything else: unsupported without them); `exclusive`: nothing runs beside it on its broker (implies
     `own_node`); `own_node`: runs on the run's second node of a managed broker, away from the other cases;
     `deliberate`: the MUST/SHOULD requirements our own frames break on purpose (the subject is the broker's
-    answer to that error); our frames break nothing else."""
+    answer to that error); our frames break nothing else. `refusals_judged`: error conditions of
+    `findings.REFUSALS` that are the case's subject (see `CaseSpec.answers`). `kind`: "client" registers a
+    client case (casekit/client.py)."""
     if not CASE_ID.match(id):
         raise ValueError(f"case id {id!r} must look like <section>/<n>, e.g. 2.6.8/1")
     subject = tuple(subject) or tuple(requirements[:1])
@@ -104,7 +117,8 @@ def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subj
         for r in deliberate:
             catalogue.get(r)
         registry[id] = CaseSpec(id, title, tuple(requirements), func, figure, expectation, tuple(needs),
-                                exclusive, func.__module__, subject, own_node or exclusive, tuple(deliberate), kind)
+                                exclusive, func.__module__, subject, own_node or exclusive, tuple(deliberate), kind,
+                                tuple(refusals_judged))
         return func
 
     return register

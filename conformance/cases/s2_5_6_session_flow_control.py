@@ -11,7 +11,7 @@ case drives its scenario to the end whatever it found on the way, and says wheth
 throttled, consumers continued and nothing was lost. Alarm cases are broker-wide: they run alone.
 """
 
-from ..casekit import case
+from ..casekit import REFUSALS, case
 from ..casekit.scripts import Excess, Throttle
 
 
@@ -40,6 +40,7 @@ def incoming_window_zero(ctx):
 @case("2.5.6/2", "Peer exceeds the broker's incoming-window (informational)",
       ["2.5.6/incoming-window", "2.8.17/window-violation", "2.5.4/session-error-end", "2.6.7/initial-flow-state"],
       deliberate=["2.5.6/remote-incoming-window-decrement"],
+      refusals_judged=REFUSALS,     # any error answer to the excess is the subject (recorded)
       expectation="send remote-incoming-window + 1 transfer frames without waiting -> the broker ends the session "
                   "with amqp:session:window-violation, or handles them (recorded)")
 def exceed_broker_window(ctx):

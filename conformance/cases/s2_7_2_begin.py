@@ -1,10 +1,11 @@
 """2.7.2 Begin — handle-max: a handle outside the range the broker announced."""
 
-from ..casekit import case
+from ..casekit import REFUSALS, case
 
 
 @case("2.7.2/1", "Attach with a handle above the broker's handle-max: connection closed with framing-error",
       ["2.7.2/handle-max"], deliberate=["2.7.2/handle-max"],
+      refusals_judged=REFUSALS,     # the broker's error answer is the subject
       expectation="attach(handle = handle-max + 1) -> close(error=amqp:connection:framing-error)")
 def handle_above_handle_max(ctx):
     """A peer that receives a handle outside the supported range MUST close the connection with framing-error."""

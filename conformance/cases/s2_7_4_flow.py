@@ -1,6 +1,6 @@
 """2.7.4 Flow — the fields of the flow performative: echo, handle, and link fields on session-only flows."""
 
-from ..casekit import case
+from ..casekit import REFUSALS, case
 
 
 @case("2.7.4/1", "Echo on a link flow: the broker answers with its link state, without echo",
@@ -49,6 +49,7 @@ def echo_on_session(ctx):
 @case("2.7.4/3", "Flow on an unattached handle: the session is ended with unattached-handle",
       ["2.7.4/unattached-handle", "2.8.17/unattached-handle", "2.5.4/session-error-end"],
       deliberate=["2.7.4/unattached-handle"],
+      refusals_judged=REFUSALS,     # the broker's error answer is the subject
       expectation="flow(handle=7) with no link on handle 7 -> end(error=amqp:session:unattached-handle)")
 def flow_unattached_handle(ctx):
     """The recipient MUST respond by ending the session with an unattached-handle session error."""

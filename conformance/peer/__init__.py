@@ -17,7 +17,9 @@ for except heartbeats (empty frames at half the other side's idle-time-out, reco
   also `ConnectionLost.how`. A non-AMQP answer to our header is `NotAmqp` (exit 15); a frame above the
   max-frame-size we announced (512 before our open) is `MalformedInput` (exit 11).
 - Modules: connection (Peer, frame builders), transport, inbound (sans-IO), expectations, handshake, server.
-- `Transcript`: every header and frame in and out, redacted; `to_json()` and `ladder()`.
+- `Transcript`: every header and frame in and out, redacted; `to_json()` and `ladder()`;
+  `frames_after_the_end(json)` lists frames of ours after the other side's close or end (none: the peer stops
+  there, and records in `peer.skipped` what a script asked for beyond it).
 """
 
 from .connection import Peer, TLSOptions, Timeouts
@@ -31,11 +33,12 @@ from .quiet import settle
 from .handshake import client_handshake, server_handshake
 from .server import PeerServer, ServerTLS
 from .state import LinkState, PeerState, SessionState
-from .transcript import SCHEMA, Entry, Transcript
+from .transcript import SCHEMA, Entry, Transcript, frames_after_the_end
 from .url import BrokerAddress, parse_url
 
 __all__ = [
     "Peer", "PeerServer", "ServerTLS", "Entry", "SCHEMA", "client_handshake", "server_handshake", "TLSOptions", "Timeouts", "Transcript", "PeerState", "SessionState",
     "LinkState", "BrokerAddress", "parse_url", "PeerError", "ExpectationTimeout", "UnexpectedFrame",
     "ConnectionLost", "Precluded", "MalformedInput", "NotAmqp", "ConnectFailed", "SaslFailed", "ScriptError", "PredicateError", "summarize", "matches", "settle",
+    "frames_after_the_end",
 ]

@@ -8,6 +8,12 @@ put on the other side), `expectations` (the inbox and the bounded, named waits) 
 SASL and open, client and server role). A script decides every frame that goes out; the peer itself only
 ever sends heartbeats (empty frames) when the other side announced an idle-time-out, and records those in
 the transcript too.
+
+The peer stops at the other side's close or end (2.4.3: a close "MUST be the last thing ever written onto a
+connection"; 2.5.x: an ended session takes no more frames): after the other side's close, `send` sends at
+most our own close; after its end of a session, at most our end on that channel; after our own close,
+nothing. A frame a script would send beyond that is not sent: it is recorded in `skipped` (a one-line
+summary each) and returned unsent; after a close the script's next expectation ends at once.
 """
 
 from __future__ import annotations
@@ -91,6 +97,9 @@ class Peer(Expectations):
         self.client_sasl_init: SaslInit | None = None   # server role: what the client sent
         self.arrived: list = []           # every incoming header/frame except heartbeats, in order
         self.ending: str | None = None    # how the other side ended the connection (errors.CLOSE_FRAME, FIN, ...)
+        self.remote_closed = False        # the other side's close frame arrived (the socket may still be open)
+        self.closed_by_us = False         # our close frame went out
+        self.skipped: list[str] = []      # frames a script asked for after the other side's close / end: not sent
         self._inbox: deque = deque()      # (arrival index, item) not yet consumed by an expectation
         self._cond = threading.Condition()
         self._failure: Exception | None = None
@@ -145,20 +154,27 @@ class Peer(Expectations):
         raw = encode_frame(body, channel, payload, frame_type, validate=validate, **frame_options)
         frame = Frame(channel, body, payload, frame_type, raw=raw)
         with self._cond:   # tracked before the bytes leave: the answer may be read before sendall returns
+            why = self._silenced(channel, body)
+            if why is not None:
+                self.skipped.append(f"{summarize(frame)} on channel {channel}: not sent, {why}")
+                return frame
             self.state.observe_out(frame)
+            self.closed_by_us = self.closed_by_us or isinstance(body, Close)
             self._inbound.sent(body)
         self._write(raw, frame)
         return frame
 
     def send_together(self, frames: list[tuple[Any, int]]) -> list[Frame]:
-        """Send (body, channel) frames in one write, recorded in order: nothing the other side sends can come
-        between them in the transcript (e.g. a flow pipelined with its attach, sent before the answer to the
-        attach could have been seen)."""
-        built = []
-        for body, channel in frames:
-            raw = encode_frame(body, channel, b"", AMQP_FRAME)
-            built.append(Frame(channel, body, b"", AMQP_FRAME, raw=raw))
+        """Send (body, channel) frames in one write, recorded in order: all are on the wire before an answer to
+        the first can have been read, and nothing the other side sends comes between them in the transcript
+        (a flow pipelined with its attach; a frame in flight across the other side's end of a session). The
+        stop rule is applied once, before the first."""
+        built = [Frame(channel, body, b"", AMQP_FRAME, raw=encode_frame(body, channel)) for body, channel in frames]
         with self._cond:
+            why = self._silenced(built[0].channel, built[0].body)
+            if why is not None:
+                self.skipped.extend(f"{summarize(f)} on channel {f.channel}: not sent, {why}" for f in built)
+                return built
             for frame in built:
                 self.state.observe_out(frame)
                 self._inbound.sent(frame.body)
@@ -168,6 +184,22 @@ class Peer(Expectations):
                 self.transcript.add("out", frame, frame.raw)
         self._write(b"".join(f.raw for f in built), built[0], record=record)
         return built
+
+    def _silenced(self, channel: int, body: Any) -> str | None:
+        """Under `_cond`: why `body` on `channel` must not be sent (the other side closed the connection or
+        ended that session), or None."""
+        if self.closed_by_us:
+            return "our close had gone out (the last frame of a connection)"
+        if self.remote_closed:
+            return None if isinstance(body, Close) else "the other side had closed the connection"
+        s = self.state.sessions.get(channel)
+        if s is None or s.ended_by_remote is None or isinstance(body, (Close, Begin)) and s.ended_by_us:
+            return None       # (a begin after both ends starts a new session on the channel)
+        if isinstance(body, End) and not s.ended_by_us:
+            return None
+        if isinstance(body, Close):
+            return None
+        return "the other side had ended the session"
 
     def send_raw(self, data: bytes, note: str = "raw bytes") -> None:
         """Send bytes verbatim (recorded as raw bytes; not tracked in the session state)."""
@@ -313,7 +345,7 @@ class Peer(Expectations):
         return self.transport.start_heartbeats(max(idle_time_out_ms / 2000.0, 0.005), self._beat)
 
     def _beat(self) -> bool:
-        if self.ending is not None:
+        if self.ending is not None or self.remote_closed:
             return False
         raw = heartbeat()
         try:
@@ -338,6 +370,8 @@ class Peer(Expectations):
                 for item in items:
                     if isinstance(item, Frame) and item.body is None:
                         continue       # heartbeats are recorded, not queued
+                    if isinstance(item, Frame) and isinstance(item.body, Close):
+                        self.remote_closed = True
                     inbox.append((len(arrived), item))
                     arrived.append(item)
             if fed.error is not None:

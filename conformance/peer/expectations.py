@@ -4,8 +4,9 @@ This module owns the inbox semantics. Frames arrive in order into the inbox. `ex
 arrival order and removes the first frame that matches; frames that do not match stay for later
 expectations. `arrived` keeps every incoming frame whether expected or not. Every wait has a bound and says
 what it waited for when it runs out; a connection that ended or bytes that could not be decoded end every
-wait at once with the error that says so. A predicate that raises is a bug in the script: it ends the wait
-at once with `PredicateError` (never "no match", which would become a broker finding after the timeout).
+wait at once with the error that says so; so does the other side's close frame (nothing may follow it).
+A predicate that raises is a bug in the script: it ends the wait at once with `PredicateError` (never "no
+match", which would become a broker finding after the timeout).
 
 `Expectations` is the part of `Peer` that waits; it reads the peer's inbox under the peer's condition
 (`_cond`, `_inbox`, `arrived`, `_failure`, `ending`, `timeouts`), which the peer's reading fills. A waiting
@@ -20,7 +21,7 @@ from itertools import islice
 from typing import Any, Callable
 
 from ..wire import Close, Detach, End, Error, Frame, ProtocolHeader
-from .errors import ConnectionLost, ExpectationTimeout, PredicateError, ScriptError, UnexpectedFrame
+from .errors import CLOSE_FRAME, ConnectionLost, ExpectationTimeout, PredicateError, ScriptError, UnexpectedFrame
 
 
 class Precluded(ExpectationTimeout):
@@ -114,6 +115,8 @@ class Expectations:
     # How many frames had arrived when a wait bounded by the whole frame timeout last ran out (None: none
     # has): a broker that owed an answer and has sent nothing since is not answering (`silent_since_timeout`).
     _ran_out_at: int | None = None
+    # The other side's close frame arrived (set by the peer's reading): every wait ends at once.
+    remote_closed: bool = False
 
     # `transport.read_here` (set by the peer): read the socket on the waiting thread. None: wait for the
     # reader thread only.
@@ -139,8 +142,9 @@ class Expectations:
                     return found
                 if self._failure is not None:
                     raise self._failure
-                if self.ending is not None:
-                    raise ConnectionLost(what() if callable(what) else what, list(self.arrived), self.ending)
+                if self.ending is not None or self.remote_closed:   # nothing may follow the other side's close
+                    raise ConnectionLost(what() if callable(what) else what, list(self.arrived),
+                                         self.ending or CLOSE_FRAME)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     self.timed_out_s += wait
@@ -247,7 +251,7 @@ class Expectations:
                 if self._failure is not None:
                     raise self._failure
                 left = deadline - time.monotonic()
-                if left <= 0 or self.ending is not None:
+                if left <= 0 or self.ending is not None or self.remote_closed:
                     self.quiet_s += period - max(left, 0.0)
                     return list(self.arrived[start:])
                 self._await_input(self._read_here, left)

@@ -66,6 +66,10 @@ def client_handshake(peer, *, sasl: str | None = "auto", container_id: str | Non
         offered = mechs.sasl_server_mechanisms
         offered = [str(offered)] if isinstance(offered, str) else [str(m) for m in offered or ()]
         if sasl not in offered:
+            if sasl == "PLAIN" and peer.transport.direct:   # a plain socket: not TLS
+                raise SaslFailed(f"the broker offers SASL {', '.join(offered) or 'nothing'}, not PLAIN, on this "
+                                 "connection without TLS (brokers often allow PLAIN over TLS only); use an amqps:// "
+                                 "URL (the broker's TLS port) or a mechanism it offers")
             raise SaslFailed(f"the broker offers SASL {', '.join(offered) or 'nothing'}, not {sasl}; pass "
                              "credentials in the URL for PLAIN or choose a mechanism it offers")
         peer.sasl_init(sasl, hostname=hostname)

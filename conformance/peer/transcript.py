@@ -226,3 +226,51 @@ class Transcript:
                                  right_label=f"Sender ({self.label})", width=width)
         return ladder.render(entries, left="broker", left_label=f"Receiver ({self.label})",
                              right_label="Sender (peer)", width=width)
+
+
+def frames_after_the_end(doc: dict | list) -> list[str]:
+    """What a transcript (its JSON, `Transcript.to_json()`, or a run's transcript file: a list of them, one per
+    connection) shows our side sending after the other side ended: any frame after its close except one close
+    of ours (2.4.3: the close "MUST be the last thing ever written onto a connection"), and any frame on a
+    session's channel after its end except our one end (a begin after both ends starts a new session). One
+    line per frame found, naming its index (and connection); [] when there is none."""
+    if isinstance(doc, list):
+        return [f"connection {n}: {line}" for n, one in enumerate(doc, 1) for line in frames_after_the_end(one)]
+    found: list[str] = []
+    closed_at: int | None = None
+    our_close = False
+    ours_of: dict[int, int] = {}       # the other side's channel -> ours (from its begin's remote-channel)
+    ended: dict[int, int] = {}         # our channel -> index of the other side's end, until our end answers it
+    ending: set[int] = set()           # our channels where our end went out first (their end completes it)
+    for e in doc.get("entries", []):
+        name, channel, index = e.get("name"), e.get("channel"), e.get("index")
+        if e.get("direction") == "in":
+            fields = e.get("fields") or {}
+            if name == "close":
+                closed_at = index if closed_at is None else closed_at
+            elif name == "begin" and fields.get("remote_channel") is not None:
+                ours_of[channel] = fields["remote_channel"]
+            elif name == "end" and channel in ours_of:
+                ours = ours_of.pop(channel)
+                if ours in ending:
+                    ending.discard(ours)       # the answer to our end: the channel is free again
+                else:
+                    ended.setdefault(ours, index)
+            continue
+        if closed_at is not None:
+            if name == "close" and not our_close:
+                our_close = True
+                continue
+            found.append(f"frame {index} {e.get('summary', name)} after the other side's close (frame {closed_at})")
+            continue
+        if name in ("close", "empty") or channel is None or e.get("frame_type") == "sasl":
+            continue
+        if channel in ended:
+            if name == "end":
+                del ended[channel]             # our end answers theirs: the session is over
+            else:
+                found.append(f"frame {index} {e.get('summary', name)} on channel {channel} after the other side's "
+                             f"end of that session (frame {ended[channel]})")
+        elif name == "end":
+            ending.add(channel)
+    return found

@@ -115,6 +115,21 @@ class BrokerConfig:
     # Not a fault: True answers a drain with its link state (drain=true, the credit it has) before the transfers
     # for it, as RabbitMQ 3.10 does; that flow is not the one after the transfers.
     flow_before_drain_transfers: bool = False
+    # Configurations real brokers are run with (not faults: each refuses what it does not allow, with an error
+    # a case reads as a refusal by configuration). A non-durable store refuses a durable message as Qpid
+    # Broker-J 9.2.1 with a Memory virtual host does: detach(amqp:precondition-failed, NON_DURABLE), then
+    # end(amqp:session:errant-link) and close(amqp:session:unattached-handle).
+    durable_store: bool = True
+    # False: an attach to an address with no queue is refused with detach(amqp:not-found) (no auto-creation).
+    create_on_attach: bool = True
+    # What SASL offers: ("SCRAM-SHA-256", "CRAM-MD5") is a broker that offers PLAIN over TLS only.
+    sasl_mechanisms: tuple = ("ANONYMOUS", "PLAIN")
+    # The condition the end_session_on_drain fault ends the session with (a refusal condition: the spec
+    # still forbids ending the session while the drain is unanswered).
+    drain_end_condition: str = "amqp:internal-error"
+
+
+NON_DURABLE = "Non-durable message store cannot accept durable message."
 
 
 @dataclass
@@ -259,7 +274,7 @@ class BrokerConnection:
     def _on_header(self, header: ProtocolHeader) -> None:
         if header.protocol_id == 3:
             self.out += SASL_HEADER
-            self._send(SaslMechanisms(sasl_server_mechanisms=[Symbol("ANONYMOUS"), Symbol("PLAIN")]),
+            self._send(SaslMechanisms(sasl_server_mechanisms=[Symbol(m) for m in self.cfg.sasl_mechanisms]),
                        frame_type=SASL_FRAME)
             self.phase = "sasl"
         elif header.protocol_id == 0:
@@ -383,6 +398,14 @@ class BrokerConnection:
             self._close_with("amqp:connection:framing-error", f"handle {attach.handle} above handle-max")
             return
         handle = s.books.next_free_handle()
+        node = attach.source if attach.role == ROLE_RECEIVER else attach.target
+        address = node.address if isinstance(node, (Source, Target)) else None
+        if not self.cfg.create_on_attach and queue_name(address) not in self.state.queues:
+            self._send(Attach(name=attach.name, handle=handle, role=not attach.role, source=None, target=None,
+                              initial_delivery_count=0 if attach.role == ROLE_RECEIVER else None), channel)
+            self._send(Detach(handle=handle, closed=True, error=Error(
+                condition=Symbol("amqp:not-found"), description=f"Unknown node '{address}'")), channel)
+            return
         if attach.role == ROLE_RECEIVER:
             address = attach.source.address if isinstance(attach.source, Source) else None
             q = self.state.queue(queue_name(address))
@@ -474,7 +497,7 @@ class BrokerConnection:
         if self.faults.end_session_on_drain and flow.drain and len(self.state.queue(link.queue).messages) < credit:
             b.link_credit = max(len(self.state.queue(link.queue).messages) - 1, 0)
             self._pump_link(s, link)
-            self._end_session(s, "amqp:internal-error", "drain failed")
+            self._end_session(s, self.cfg.drain_end_condition, "drain failed")
             return
         if self.faults.ignore_flow_without_delivery_count and flow.delivery_count is None:
             b.link_credit = before
@@ -589,6 +612,13 @@ class BrokerConnection:
                               error=Error(condition=Symbol("amqp:link:transfer-limit-exceeded"))), channel)
             s.incoming.pop(transfer.handle, None)
             return
+        if not self.cfg.durable_store and _durable(payload):
+            self._send(Detach(handle=link.handle, closed=True, error=Error(
+                condition=Symbol("amqp:precondition-failed"), description=NON_DURABLE)), channel)
+            s.incoming.pop(transfer.handle, None)
+            self._end_session(s, "amqp:session:errant-link", "link detached after a refused message")
+            self._close_with("amqp:session:unattached-handle", "session ended after a refused message")  # as 9.2.1
+            return
         q = self.state.queue(link.queue)
         link.received += 1
         full = self.cfg.reject_on_overflow and q.max_length is not None and len(q.messages) >= q.max_length
@@ -629,6 +659,16 @@ class BrokerConnection:
             for link in s.incoming.values():
                 if link.blocked and not self._publisher_blocked(link):
                     self._grant_publisher_credit(s, link)
+
+
+def _durable(payload: bytes) -> bool:
+    """Whether the message's header section says durable (a first transfer frame carries it)."""
+    from ..wire import Header, decode_all
+    try:
+        sections = decode_all(payload)
+    except DecodeError:
+        return False
+    return any(isinstance(sec, Header) and bool(sec.durable) for sec in sections)
 
 
 def _message_body(payload: bytes) -> bytes:

@@ -17,8 +17,11 @@ class ReferenceBrokerHandle:
 
     HOOKS = ("memory_alarm", "disk_alarm", "queue_length_limit")
 
-    def __init__(self, faults: Faults | None = None, config: BrokerConfig | None = None, name: str | None = None):
+    def __init__(self, faults: Faults | None = None, config: BrokerConfig | None = None, name: str | None = None,
+                 *, create_queues: bool = True):
+        """`create_queues` False: the profile creates no queue (`create = "auto"`: attaching would create it)."""
         self.faults = faults or Faults()
+        self.create_queues = create_queues
         self.server = ReferenceBroker(config, self.faults).start()
         self.name = name or "reference"
         self.product = "amqp-conformance-reference-broker"
@@ -45,6 +48,8 @@ class ReferenceBrokerHandle:
     def create_queue(self, queue: str, max_length: int | None = None, **limits) -> None:
         if limits:
             raise TypeError(f"create_queue: the reference broker knows max_length only, not {sorted(limits)}")
+        if not self.create_queues:
+            return
         self.server.set_queue_limit(queue, max_length)
 
     def delete_queue(self, queue: str) -> None:

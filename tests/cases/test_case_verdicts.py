@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.cases import load_all
+from conformance.peer import frames_after_the_end
 from conformance.runner import RunOptions, run_case  # the executor, conformance.casekit.executor
 from conformance.selftest.engine import BrokerConfig, Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
@@ -79,6 +80,7 @@ def test_case_against_a_correct_broker(case_id, good_broker):
     expected = "informational" if case_id in INFORMATIONAL else "pass"
     assert result.verdict.value == expected, f"{case_id}: {result.verdict.value}: {result.reason}"
     assert result.transcripts, "every result carries its transcript"
+    assert [line for doc in result.transcripts for line in frames_after_the_end(doc)] == []
 
 
 @pytest.mark.parametrize("case_id", list(FAILING))
@@ -93,6 +95,8 @@ def test_case_fails_against_a_broker_breaking_its_requirement(case_id):
     allowed = requirement if isinstance(requirement, tuple) else (requirement,)
     assert result.violated in allowed, f"{case_id}: named {result.violated}, expected {requirement}"
     assert result.reason and result.expected is not None
+    assert [line for doc in result.transcripts for line in frames_after_the_end(doc)] == [], \
+        "our peer sent frames after the broker's close or end"
 
 
 # -- the drain rule: a drained flow is owed only when credit is left after the sender sent what it had ----------

@@ -115,7 +115,9 @@ def test_connection_lost_says_how(scripted_broker, connect):
         broker.join()
         with pytest.raises(ConnectionLost) as info:
             client.expect(Begin)
-        assert info.value.how == how and client.ending == how, script.__name__
+        # a close frame ends the wait at once (nothing may follow it), maybe before its FIN is read
+        assert info.value.how == how and client.ending in ((how, None) if how == CLOSE_FRAME else (how,)), \
+            script.__name__
         assert ("(FIN)" in str(info.value)) == (how == FIN)
 
     def reset(conn):
