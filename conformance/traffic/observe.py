@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from ..errors import EXIT_OK, BrokerUnreachable, PortInUse, UsageError
+from ..options import RunOptions
 from ..peer.transcript import Transcript
 from ..peer.url import parse_url
 from .check import CheckResult, summary_lines, write_run
@@ -62,10 +63,11 @@ class _Pair:
 class ObserveProxy:
     """Listens on (host, port); each accepted connection is paired with one to the upstream broker."""
 
-    def __init__(self, listen: tuple[str, int], upstream: tuple[str, int], sink=None, *, connect_timeout=5.0):
+    def __init__(self, listen: tuple[str, int], upstream: tuple[str, int], sink=None, *,
+                 connect_timeout: float | None = None):
         self.listen_addr, self.upstream = listen, upstream
         self.sink = sink                      # sink(cid, kind, t, data) or None
-        self.connect_timeout = connect_timeout
+        self.connect_timeout = RunOptions().connect_timeout if connect_timeout is None else connect_timeout
         self.sel = selectors.DefaultSelector()
         self.pairs: dict[int, _Pair] = {}
         self.accepted = 0
@@ -344,7 +346,7 @@ def cmd_observe(args) -> int:
     if args.connections is not None and args.connections < 1:
         raise UsageError("--connections must be at least 1")
     try:
-        socket.create_connection((up.host, up.port), timeout=5).close()
+        socket.create_connection((up.host, up.port), timeout=RunOptions().connect_timeout).close()
     except OSError as exc:
         raise BrokerUnreachable(f"cannot reach the upstream broker {up.redacted()} ({exc.strerror or exc}); "
                                 "start it or fix --upstream") from None

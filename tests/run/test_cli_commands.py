@@ -12,7 +12,8 @@ import pytest
 from conformance import cli
 
 PACKAGE = Path(cli.__file__).resolve().parent
-COMMANDS = {"list", "run", "replay", "report", "diff", "bisect", "bisect-run", "brokers", "selfcheck"}
+COMMANDS = {"list", "run", "replay", "report", "diff", "bisect", "bisect-run", "brokers", "selfcheck", "clients",
+            "check", "observe"}
 
 
 def subcommands(parser) -> set[str]:
