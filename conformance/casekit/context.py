@@ -26,7 +26,7 @@ from .findings import (
     CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Source, SuiteError,
 )
 from .scripts import ConnectionScript, ReceiverScript, ScriptError, SessionScript
-from .spec import missing_hook_reason
+from .spec import has_need, missing_hook_reason
 
 _counter = itertools.count(1)
 
@@ -53,12 +53,17 @@ class CaseContext:
 
     # -- queues ------------------------------------------------------------------------------------------
 
-    def queue(self, preload: int = 0, *, body_size: int | None = None, max_length: int | None = None) -> str:
-        """A fresh queue for this case only (deleted afterwards), optionally preloaded with N messages."""
+    def queue(self, preload: int = 0, *, body_size: int | None = None, max_length: int | None = None,
+              max_length_bytes: int | None = None) -> str:
+        """A fresh queue for this case only (deleted afterwards), optionally preloaded with N messages; a limit
+        in messages (`max_length`) or bytes (`max_length_bytes`) needs the broker's hook for it."""
         if max_length is not None:
             self.need_hook("queue_length_limit")
+        if max_length_bytes is not None:
+            self.need_hook("queue_size_limit")
         name = self.broker.unique_queue(f"c{self._slug}")
-        self.broker.create_queue(name, max_length=max_length)
+        limits = {"max_length_bytes": max_length_bytes} if max_length_bytes is not None else {}
+        self.broker.create_queue(name, max_length=max_length, **limits)
         self._queues.append(name)
         self._preloaded[name] = []
         if preload:
@@ -108,7 +113,8 @@ class CaseContext:
     # -- broker-wide hooks ---------------------------------------------------------------------------------
 
     def need_hook(self, name: str) -> None:
-        if not self.broker.has_hook(name):
+        """The broker has hook `name` ("a|b": either), else the case is unsupported."""
+        if not has_need(self.broker, name):
             raise CaseUnsupported(missing_hook_reason(name))
 
     @contextlib.contextmanager
