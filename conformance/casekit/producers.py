@@ -22,7 +22,9 @@ from enum import Enum
 from typing import Any
 
 from ..peer import ConnectionLost, ExpectationTimeout, Peer, PeerError, summarize
-from ..wire import Accepted, Close, Detach, Disposition, End, Flow, Modified, Rejected, Released, serial_diff
+from ..wire import (
+    Accepted, Close, Detach, Disposition, End, Flow, Modified, Rejected, Released, Transfer, serial_diff,
+)
 
 
 class Means(str, Enum):
@@ -240,6 +242,9 @@ def resume_by_consuming(ctx, link, point: ThrottlePoint, *, limit: int | None, s
         except Exception:        # a halted expectation: the finding is recorded, the resume stops here
             return False
         resume.consumed += [consumer.body_of(f) for f in frames if not f.body.more]
+        unsettled = [int(f.body.delivery_id) for f in frames if f.body.delivery_id is not None and not f.body.settled]
+        if unsettled:          # consumed means accepted: a broker counts unsettled messages as still queued
+            consumer.peer.disposition(consumer.session.channel, first=unsettled[0], last=unsettled[-1])
         depth -= k
         return True
 
@@ -310,6 +315,39 @@ def producer_summary(p: dict) -> str:
         parts.append("did not resume" + (f" ({p['resume_how']})" if p.get("resume_how") else ""))
     parts.append(f"{p['lost'] or 'nothing'} of {p['accepted']} accepted lost" if p["lost"] else "nothing lost")
     return "; ".join(parts)
+
+
+def credit_back(link) -> bool:
+    """Whether the publisher may send again: credit and window now, or within a bounded wait (the absence
+    window, then a barrier round trip and the window again)."""
+    if _ended(link):
+        return False
+    return _held(link, ThrottlePoint("synchronous", Means.NONE)) is None
+
+
+def consume_and_accept(ctx, queue: str, link=None) -> int:
+    """Consume what the queue holds (as an operator's consumers would), accepting each message: a broker
+    frees memory and queue room on settlement, not on delivery. `link`: a receiving link of the case to
+    consume with (else a new connection's). How many messages arrived; the case's drain still sees them."""
+    reader = link if link is not None else ctx.session().attach_receiver(queue)
+    before = len(reader.state.transfers)
+    reader.flow(link_credit=10000)
+    reader.session.settle_by_barrier(queue, through_queue=True)
+    gap = reader.session.absence_window()
+    peer = reader.peer
+    while True:
+        try:
+            peer.expect(Transfer, channel=reader.session.remote_channel, handle=reader.broker_handle, timeout=gap)
+        except (ExpectationTimeout, PeerError):
+            break
+    frames = reader.state.transfers[before:]
+    unsettled = [int(f.body.delivery_id) for f in frames if f.body.delivery_id is not None and not f.body.settled]
+    if unsettled:
+        try:
+            peer.disposition(reader.session.channel, first=unsettled[0], last=unsettled[-1])
+        except PeerError:
+            pass
+    return sum(1 for f in frames if not f.body.more)
 
 
 def lost_messages(accepted: list[bytes], consumed: list[bytes]) -> list[bytes]:

@@ -14,6 +14,7 @@ import re
 from collections import Counter, defaultdict
 from typing import Iterable
 
+from .producers import render_producers_html
 from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
 
 # Verdict -> (background, text colour, label). "not-run" is the blank cell.
@@ -554,6 +555,7 @@ def render_html(model: dict) -> str:
             + render_scores(model)
             + render_changes(model, anchors, columns)
             + render_flaky(model, anchors)
+            + render_producers_html(model)
             + render_durations(model, anchors)
             + render_selfcheck(model, anchors)
             + render_case_index(model, anchors)
