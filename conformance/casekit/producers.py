@@ -211,7 +211,7 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
         point.depth = depth + point.accepted
         return point
     _finish(point, stop, started, depth)
-    withdrawal = _withdrawing_flow(link)
+    withdrawal = _withdrawing_flow(link, sends[0][2] if sends else peer.mark())
     if withdrawal is not None:
         position, limit = withdrawal
         point.in_flight = sum(1 for _, count, mark in sends if mark <= position and serial_diff(limit, count) >= 0)
@@ -434,11 +434,13 @@ def _link_flows(link) -> list:
             and f.body.handle == link.broker_handle]
 
 
-def _withdrawing_flow(link) -> tuple[int, int] | None:
-    """(arrival position, delivery-limit) of the broker's first flow that set the limit at or below what we
-    had sent by then (credit withdrawn), or None."""
+def _withdrawing_flow(link, since: int) -> tuple[int, int] | None:
+    """(arrival position, delivery-limit) of the broker's first flow from arrival position `since` on that set
+    link-credit 0 (credit withdrawn), or None."""
     peer = link.peer
     for position, item in enumerate(peer.arrived):
+        if position < since:
+            continue
         body = getattr(item, "body", None)
         if isinstance(body, Flow) and item.channel == link.session.remote_channel \
                 and body.handle == link.broker_handle and body.link_credit is not None and int(body.link_credit) == 0 \
