@@ -221,7 +221,8 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
 def resume_by_consuming(ctx, link, point: ThrottlePoint, *, limit: int | None, step_wait: float | None = None,
                         tag: str = "r") -> Resume:
     """Consume from the queue until the publisher may send again; the depth (our count) at which it could.
-    Above `limit` nothing resumes, so the queue is consumed down to it at once, then one message at a time,
+    Above `limit` nothing resumes, so the queue is consumed down to it at once, then one message at a time
+    (without a limit in messages, e.g. a byte limit: half the queue at a time),
     each step followed by a bounded wait (`step_wait`, default the absence window) for credit (flow-control
     means) or by a probe message sent synchronously (refusals: accepted means resumed). A link the broker
     ended is not resumed here."""
@@ -275,7 +276,7 @@ def resume_by_consuming(ctx, link, point: ThrottlePoint, *, limit: int | None, s
         if depth <= 0:
             resume.how = resume.how or f"nothing came back within {wait:.2f} s of emptying the queue"
             break
-        if not consume(1):
+        if not consume(1 if limit is not None else max(1, depth // 2)):   # no limit in messages: halve
             break
     resume.depth = depth if not resume.resumed else resume.depth
     return resume
