@@ -27,6 +27,10 @@ from ..wire import (
 )
 
 
+SINGLE_STEPS_UP_TO = 20     # resume: below a limit this small, consume one message per step (else halve)
+RESUME_SECONDS = 15.0       # resume: consuming stops after this long without credit or acceptance back
+
+
 class Means(str, Enum):
     """How a broker stopped a publisher."""
 
@@ -222,7 +226,7 @@ def resume_by_consuming(ctx, link, point: ThrottlePoint, *, limit: int | None, s
                         tag: str = "r") -> Resume:
     """Consume from the queue until the publisher may send again; the depth (our count) at which it could.
     Above `limit` nothing resumes, so the queue is consumed down to it at once, then one message at a time
-    (without a limit in messages, e.g. a byte limit: half the queue at a time),
+    (a limit above SINGLE_STEPS_UP_TO messages, or a byte limit: half the queue at a time; RESUME_SECONDS at most),
     each step followed by a bounded wait (`step_wait`, default the absence window) for credit (flow-control
     means) or by a probe message sent synchronously (refusals: accepted means resumed). A link the broker
     ended is not resumed here."""
@@ -231,6 +235,8 @@ def resume_by_consuming(ctx, link, point: ThrottlePoint, *, limit: int | None, s
     consumer = ctx.session().attach_receiver(queue)
     wait = step_wait if step_wait is not None else consumer.session.absence_window()
     resume = Resume(consumer=consumer)
+    seconds = RESUME_SECONDS
+    deadline = time.monotonic() + seconds
     first = max(0, depth - (limit if limit is not None else depth))
 
     def consume(k: int) -> bool:
@@ -262,6 +268,11 @@ def resume_by_consuming(ctx, link, point: ThrottlePoint, *, limit: int | None, s
                 resume.resumed, resume.depth = True, depth
                 resume.how = f"credit {link.credit} granted again"
                 break
+        elif point.means is Means.NO_OUTCOME:      # the held transfer's outcome, once there is room
+            if _await(link.peer, lambda: len(_outcomes(link)) >= point.sent, wait, "the held transfer's outcome"):
+                resume.resumed, resume.depth = True, depth
+                resume.how = "the held transfer got its outcome"
+                break
         else:
             sent = publish_synchronously(link, Budget(1, wait * 4), tag=f"{tag}{probe}", depth=depth)
             probe += 1
@@ -276,7 +287,11 @@ def resume_by_consuming(ctx, link, point: ThrottlePoint, *, limit: int | None, s
         if depth <= 0:
             resume.how = resume.how or f"nothing came back within {wait:.2f} s of emptying the queue"
             break
-        if not consume(1 if limit is not None else max(1, depth // 2)):   # no limit in messages: halve
+        if time.monotonic() > deadline:
+            resume.how = f"nothing came back within {seconds:g} s of consuming (stopped at depth {depth})"
+            break
+        single = limit is not None and limit <= SINGLE_STEPS_UP_TO
+        if not consume(1 if single else max(1, depth // 2)):   # a large or byte limit: halve the queue
             break
     resume.depth = depth if not resume.resumed else resume.depth
     return resume
@@ -318,18 +333,22 @@ def producer_summary(p: dict) -> str:
     return "; ".join(parts)
 
 
-def credit_back(link) -> bool:
+def credit_back(link, *, at_least: float = 0.0) -> bool:
     """Whether the publisher may send again: credit and window now, or within a bounded wait (the absence
-    window, then a barrier round trip and the window again)."""
+    window, then a barrier round trip and the window again; `at_least` seconds in all, for a broker that
+    grants credit on a timer of its own after memory was freed: Artemis, about 1.5 s)."""
     if _ended(link):
         return False
-    return _held(link, ThrottlePoint("synchronous", Means.NONE)) is None
+    if _held(link, ThrottlePoint("synchronous", Means.NONE)) is None:
+        return True
+    return _await(link.peer, lambda: link.credit > 0 and _window_open(link), at_least, "credit after consuming")
 
 
-def consume_and_accept(ctx, queue: str, link=None) -> int:
+def consume_and_accept(ctx, queue: str, link=None):
     """Consume what the queue holds (as an operator's consumers would), accepting each message: a broker
     frees memory and queue room on settlement, not on delivery. `link`: a receiving link of the case to
-    consume with (else a new connection's). How many messages arrived; the case's drain still sees them."""
+    consume with (else a new connection's). Returns the link it consumed with (the case's drain counts its
+    messages as delivered)."""
     reader = link if link is not None else ctx.session().attach_receiver(queue)
     before = len(reader.state.transfers)
     reader.flow(link_credit=10000)
@@ -348,7 +367,7 @@ def consume_and_accept(ctx, queue: str, link=None) -> int:
             peer.disposition(reader.session.channel, first=unsettled[0], last=unsettled[-1])
         except PeerError:
             pass
-    return sum(1 for f in frames if not f.body.more)
+    return reader
 
 
 def lost_messages(accepted: list[bytes], consumed: list[bytes]) -> list[bytes]:
@@ -466,8 +485,9 @@ def _outcomes(link) -> dict[int, Any]:
 
 
 def _await_outcome(link, did: int, mark: int):
-    """The outcome of delivery `did`: waited for the absence window, then after a barrier round trip the
-    window again (a broker that answers nothing: None)."""
+    """The outcome of delivery `did`: waited for twice the absence window (a broker that gives none: None).
+    No barrier: a broker that holds a transfer without outcome may not read that connection any more
+    (RabbitMQ 3.10 at a queue's max-length), and frames it leaves unread make its close a TCP reset."""
     peer = link.peer
 
     def covers(f) -> bool:
@@ -479,13 +499,7 @@ def _await_outcome(link, did: int, mark: int):
         return peer.expect(Disposition, channel=link.session.remote_channel, after=mark, where=covers,
                            timeout=timeout, unless=link._gone).body.state
     try:
-        return wait(link.session.absence_window())
-    except ExpectationTimeout:
-        pass
-    except PeerError:
-        return None
-    try:
-        return link.session.answer_or_absence(wait, on_connection=True)
+        return wait(2 * link.session.absence_window())
     except PeerError:
         return None
 

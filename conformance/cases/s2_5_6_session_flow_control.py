@@ -143,16 +143,19 @@ def _alarm_verdict(ctx, kind: str, throttle: Means, consumers: bool, resumed: bo
     return ctx.informational(summary, **observations)
 
 
-def _resume_after_clear(ctx, queue: str, publisher, *consumers) -> Resume:
+CREDIT_AFTER_CONSUMING = 3.0   # s: how long credit may take to come back once the queue was consumed
+
+
+def _resume_after_clear(ctx, queue: str, publisher) -> Resume:
     """After the alarm is cleared: credit back at once, or after consuming the queue (what frees a real
     alarm: Artemis 2.26 and later give a publisher blocked on its address no credit when the setting goes,
     only when its consumers free the memory). Bounded waits only."""
     if credit_back(publisher):
         return Resume(resumed=True, how="credit back when the alarm cleared")
-    consume_and_accept(ctx, queue, *consumers[:1])
-    if credit_back(publisher):
-        return Resume(resumed=True, depth=0, how="credit back after consuming the queue")
-    return Resume(how="no credit after clearing the alarm and consuming the queue")
+    reader = consume_and_accept(ctx, queue)
+    if credit_back(publisher, at_least=CREDIT_AFTER_CONSUMING):
+        return Resume(resumed=True, depth=0, how="credit back after consuming the queue", consumer=reader)
+    return Resume(how="no credit after clearing the alarm and consuming the queue", consumer=reader)
 
 
 def _alarm_case(ctx, kind: str):
@@ -185,7 +188,8 @@ def _alarm_case(ctx, kind: str):
             consumers = throttle is not Means.CONNECTION_ENDED
     resume = _resume_after_clear(ctx, queue, publisher) if not throttle.ended else Resume(how="the broker ended it")
     resumed = resume.resumed and publisher.publish_after_clear(count=5)
-    drained = ctx.drain_queue(queue, consumer, *([probe] if probe else []))
+    drained = ctx.drain_queue(queue, consumer, *([probe] if probe else []),
+                              *([resume.consumer] if resume.consumer else []))
     accepted = publisher.accepted_bodies()
     lost = [b for b in accepted if b not in drained]
     duplicated = len(drained) - len(set(drained))

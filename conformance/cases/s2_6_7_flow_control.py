@@ -9,7 +9,7 @@ with an error before answering it has broken that MUST, whatever the case was wa
 
 from ..casekit import case
 from ..casekit.producers import (
-    Budget, lost_messages, producer_facts, producer_summary, publish_pipelined, publish_synchronously,
+    Budget, Means, lost_messages, producer_facts, producer_summary, publish_pipelined, publish_synchronously,
     resume_by_consuming,
 )
 from ..casekit.scripts import Excess
@@ -326,7 +326,8 @@ LIMIT_BYTES = 10 * 1024  # ... or in bytes, where the broker takes no message li
                   "publisher (each transfer waits for its outcome) pushes past the broker's first credit grant "
                   "-> stopped by credit withdrawn or not topped up, window 0, rejected/released, or an ended link "
                   "(recorded with the message number and queue depth); consuming brings credit or acceptance "
-                  "back (depth recorded); a pipelined publisher then shows the transfers in flight; every "
+                  "back (depth recorded); where credit was withdrawn, a pipelined publisher then shows the transfers "
+                  "in flight; every "
                   "accepted message is consumed")
 def queue_length_limit(ctx):
     """Throttling itself is not a spec requirement: a broker that stops the publisher by any means and loses
@@ -341,10 +342,14 @@ def queue_length_limit(ctx):
     synchronous = publish_synchronously(publisher, budget)
     resume = resume_by_consuming(ctx, publisher, synchronous, limit=limit)
     pipelined = None
-    if resume.resumed and synchronous.means.by_flow_control:
-        pipelined = publish_pipelined(publisher, budget, depth=resume.depth or 0)
+    second = None
+    if resume.resumed and synchronous.means is Means.CREDIT_WITHDRAWN:   # in flight: only where credit is withdrawn
+        second = ctx.session().attach_sender(queue, initial_delivery_count=0, durable=True)   # a fresh producer
+        second.expect_credit(requirement="2.6.7/initial-flow-state")
+        pipelined = publish_pipelined(second, Budget.past_first_grant(min(second.credit, budget.messages)),
+                                      depth=resume.depth or 0)
     drained = ctx.drain_queue(queue, *([resume.consumer] if resume.consumer else []))
-    accepted = publisher.accepted_bodies()
+    accepted = publisher.accepted_bodies() + (second.accepted_bodies() if second is not None else [])
     lost = lost_messages(accepted, drained)
     ctx.require(not lost, "3.2.1/durable-not-lost", f"{len(lost)} accepted durable messages were not there to "
                 "consume after the queue limit", expected=f"each of the {len(accepted)} accepted messages consumed",
