@@ -334,8 +334,8 @@ def producer_summary(p: dict) -> str:
 
 
 def credit_back(link, *, at_least: float = 0.0) -> bool:
-    """Whether the publisher may send again: credit and window now, or within a bounded wait (the absence
-    window, then a barrier round trip and the window again; `at_least` seconds in all, for a broker that
+    """Whether the publisher may send again: credit and window now, or within a bounded wait (twice the
+    absence window; `at_least` seconds in all, for a broker that
     grants credit on a timer of its own after memory was freed: Artemis, about 1.5 s)."""
     if _ended(link):
         return False
@@ -368,6 +368,18 @@ def consume_and_accept(ctx, queue: str, link=None):
         except PeerError:
             pass
     return reader
+
+
+def accept_received(*links) -> None:
+    """Accept (settle) every unsettled message the given receiving links got: consumed, not just delivered."""
+    for link in links:
+        ids = [int(f.body.delivery_id) for f in link.state.transfers
+               if f.body.delivery_id is not None and not f.body.settled]
+        if ids:
+            try:
+                link.peer.disposition(link.session.channel, first=min(ids), last=max(ids))
+            except PeerError:
+                pass
 
 
 def lost_messages(accepted: list[bytes], consumed: list[bytes]) -> list[bytes]:
@@ -421,17 +433,13 @@ def _window_open(link) -> bool:
 
 
 def _held(link, point: ThrottlePoint) -> tuple[Means, str, str | None] | None:
-    """None when credit and window let the next transfer go (after a bounded wait for a top-up); else how the
-    broker holds the publisher."""
+    """None when credit and window let the next transfer go (after a bounded wait for a top-up: twice the
+    absence window); else how the broker holds the publisher."""
     if link.credit > 0 and _window_open(link):
         return None
-    wait = link.session.absence_window()
-    if _await(link.peer, lambda: link.credit > 0 and _window_open(link), wait, "a credit top-up"):
-        return None
-    try:          # a round trip: whatever the broker meant to grant for what it took is on its way
-        link.session.barrier(on_connection=True)
-    except PeerError:
-        return _ended(link) or (Means.CONNECTION_ENDED, "the connection failed during a barrier", None)
+    # no barrier round trip: a broker holding a publisher may stop reading its connection altogether
+    # (Qpid Broker-J over its limit, RabbitMQ 3.10), and a barrier would only wait out the frame timeout
+    wait = 2 * link.session.absence_window()
     if _await(link.peer, lambda: link.credit > 0 and _window_open(link), wait, "a credit top-up"):
         return None
     if not _window_open(link):
@@ -505,11 +513,11 @@ def _await_outcome(link, did: int, mark: int):
 
 
 def _collect_outcomes(link, dids: list[int]) -> None:
-    """Wait (bounded: the absence window after the last disposition, or after a barrier) until every one of
-    `dids` has an outcome or none comes any more."""
+    """Wait (bounded: two absence windows without a disposition) until every one of `dids` has an outcome or
+    none comes any more."""
     peer = link.peer
     window = link.session.absence_window()
-    barrier_done = False
+    barrier_done = False      # one more window granted after the first silent one
     while dids and len(set(dids) - set(_outcomes(link))) > 0:
         if _ended(link):
             return
@@ -518,11 +526,7 @@ def _collect_outcomes(link, dids: list[int]) -> None:
         except ExpectationTimeout:
             if barrier_done:
                 return
-            barrier_done = True
-            try:
-                link.session.barrier(on_connection=True)
-            except PeerError:
-                return
+            barrier_done = True       # a second window (no barrier: see _held)
         except PeerError:
             return
 

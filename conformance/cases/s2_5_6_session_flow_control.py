@@ -13,7 +13,7 @@ throttled, consumers continued and nothing was lost. Alarm cases are broker-wide
 
 from ..casekit import case
 from ..casekit.producers import (
-    Budget, Means, Resume, consume_and_accept, credit_back, producer_facts, publish_pipelined,
+    Budget, Means, Resume, accept_received, consume_and_accept, credit_back, producer_facts, publish_pipelined,
 )
 from ..casekit.scripts import Excess
 
@@ -143,19 +143,26 @@ def _alarm_verdict(ctx, kind: str, throttle: Means, consumers: bool, resumed: bo
     return ctx.informational(summary, **observations)
 
 
-CREDIT_AFTER_CONSUMING = 3.0   # s: how long credit may take to come back once the queue was consumed
-
-
-def _resume_after_clear(ctx, queue: str, publisher) -> Resume:
-    """After the alarm is cleared: credit back at once, or after consuming the queue (what frees a real
-    alarm: Artemis 2.26 and later give a publisher blocked on its address no credit when the setting goes,
-    only when its consumers free the memory). Bounded waits only."""
-    if credit_back(publisher):
-        return Resume(resumed=True, how="credit back when the alarm cleared")
+def _consume_during_alarm(ctx, queue: str, publisher, *consumers) -> Resume:
+    """What an operator does about a held publisher: consumers drain the queue (accepting, which frees memory
+    and room) while the alarm is still on. Artemis' memory alarm (an address over its BLOCK limit) clears
+    this way: from 2.26 a publisher blocked on its address gets no credit when the setting is merely removed.
+    Bounded waits only. `consumers`: the case's receiving links, whose messages are accepted too."""
+    accept_received(*consumers)
     reader = consume_and_accept(ctx, queue)
-    if credit_back(publisher, at_least=CREDIT_AFTER_CONSUMING):
-        return Resume(resumed=True, depth=0, how="credit back after consuming the queue", consumer=reader)
-    return Resume(how="no credit after clearing the alarm and consuming the queue", consumer=reader)
+    if credit_back(publisher):
+        return Resume(resumed=True, depth=0, how="credit back after consuming, with the alarm still raised",
+                      consumer=reader)
+    return Resume(consumer=reader)
+
+
+def _resume_after_clear(publisher, during: Resume) -> Resume:
+    """After the alarm is cleared: credit back then, if consuming did not bring it back before."""
+    if during.resumed:
+        return during
+    if credit_back(publisher):
+        return Resume(resumed=True, how="credit back when the alarm cleared", consumer=during.consumer)
+    return Resume(how="no credit after consuming the queue and clearing the alarm", consumer=during.consumer)
 
 
 def _alarm_case(ctx, kind: str):
@@ -186,7 +193,9 @@ def _alarm_case(ctx, kind: str):
             probe.flow(link_credit=1)
             probe.expect_transfers(1, requirement="2.6.7/credit-formula")
             consumers = throttle is not Means.CONNECTION_ENDED
-    resume = _resume_after_clear(ctx, queue, publisher) if not throttle.ended else Resume(how="the broker ended it")
+        during = _consume_during_alarm(ctx, queue, publisher, consumer, *([probe] if probe else [])) \
+            if not throttle.ended else Resume()
+    resume = _resume_after_clear(publisher, during) if not throttle.ended else Resume(how="the broker ended it")
     resumed = resume.resumed and publisher.publish_after_clear(count=5)
     drained = ctx.drain_queue(queue, consumer, *([probe] if probe else []),
                               *([resume.consumer] if resume.consumer else []))
@@ -238,7 +247,8 @@ def session_begun_during_alarm(ctx):
             consumer.expect_transfers(3, requirement="2.6.7/credit-formula")
             consumers = True
             consumer.expect_no_transfer(requirement="2.6.7/no-send-without-credit")
-    resume = _resume_after_clear(ctx, queue, publisher)
+        during = _consume_during_alarm(ctx, queue, publisher, consumer)
+    resume = _resume_after_clear(publisher, during)
     resumed = resume.resumed and publisher.publish_after_clear(count=1)
     throttled = begin_window == 0 or not credit_during
     observations = dict(begin_incoming_window=begin_window, credit_during_alarm=credit_during,

@@ -9,7 +9,7 @@ with an error before answering it has broken that MUST, whatever the case was wa
 
 from ..casekit import case
 from ..casekit.producers import (
-    Budget, Means, lost_messages, producer_facts, producer_summary, publish_pipelined, publish_synchronously,
+    Budget, Means, consume_and_accept, lost_messages, producer_facts, producer_summary, publish_pipelined, publish_synchronously,
     resume_by_consuming,
 )
 from ..casekit.scripts import Excess
@@ -348,7 +348,8 @@ def queue_length_limit(ctx):
         second.expect_credit(requirement="2.6.7/initial-flow-state")
         pipelined = publish_pipelined(second, Budget.past_first_grant(min(second.credit, budget.messages)),
                                       depth=resume.depth or 0)
-    drained = ctx.drain_queue(queue, *([resume.consumer] if resume.consumer else []))
+    reader = consume_and_accept(ctx, queue)    # accepted: a broker holding a producer counts unsettled ones
+    drained = ctx.drain_queue(queue, reader, *([resume.consumer] if resume.consumer else []))
     accepted = publisher.accepted_bodies() + (second.accepted_bodies() if second is not None else [])
     lost = lost_messages(accepted, drained)
     ctx.require(not lost, "3.2.1/durable-not-lost", f"{len(lost)} accepted durable messages were not there to "
