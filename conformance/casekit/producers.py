@@ -128,6 +128,7 @@ class Resume:
     how: str = ""
     consumed: list[bytes] = field(default_factory=list)
     consumer: Any = field(default=None, repr=False)     # the receiving link that consumed (drain the rest with it)
+    publisher: Any = field(default=None, repr=False)    # a new publisher link the resume published with, if any
 
     def record(self) -> dict:
         return {"resumed": self.resumed, "depth": self.depth, "how": self.how, "consumed": len(self.consumed)}
@@ -259,6 +260,8 @@ def resume_by_consuming(ctx, link, point: ThrottlePoint, *, limit: int | None, s
         resume.how = "not tried: " + ("the broker ended the link" if point.means.ended else "not throttled")
         resume.depth = depth
         return resume
+    if point.means is Means.NO_OUTCOME:
+        return _resume_on_a_new_connection(ctx, link, resume, depth, consume, tag)
     if not consume(first):
         return resume
     probe = 0
@@ -267,11 +270,6 @@ def resume_by_consuming(ctx, link, point: ThrottlePoint, *, limit: int | None, s
             if _await(link.peer, lambda: link.credit > 0 and _window_open(link), wait, "credit after consuming"):
                 resume.resumed, resume.depth = True, depth
                 resume.how = f"credit {link.credit} granted again"
-                break
-        elif point.means is Means.NO_OUTCOME:      # the held transfer's outcome, once there is room
-            if _await(link.peer, lambda: len(_outcomes(link)) >= point.sent, wait, "the held transfer's outcome"):
-                resume.resumed, resume.depth = True, depth
-                resume.how = "the held transfer got its outcome"
                 break
         else:
             sent = publish_synchronously(link, Budget(1, wait * 4), tag=f"{tag}{probe}", depth=depth)
@@ -333,6 +331,29 @@ def producer_summary(p: dict) -> str:
     return "; ".join(parts)
 
 
+def _resume_on_a_new_connection(ctx, link, resume: Resume, depth: int, consume, tag: str) -> Resume:
+    """A send that never completes: the application gives up on that connection (closes its socket: a broker
+    that stopped reading it, RabbitMQ 3.10, would answer a close frame with a reset), the queue is consumed,
+    and one message is published synchronously on a new connection."""
+    link.peer.close()
+    if not consume(depth):
+        return resume
+    publisher = ctx.session().attach_sender(link.queue, initial_delivery_count=0, durable=link.durable)
+    if not _await(publisher.peer, lambda: publisher.credit > 0, 2 * publisher.session.absence_window(), "credit"):
+        resume.how = "no credit on a new connection after consuming the queue"
+        publisher.peer.close()
+        return resume
+    sent = publish_synchronously(publisher, Budget(1, 5.0), tag=f"{tag}-new", depth=0)
+    if sent.accepted:
+        resume.resumed, resume.depth = True, 0
+        resume.how = "a new connection's message was accepted once the queue was consumed"
+    else:
+        resume.how = f"a new connection's message got {sent.means.value} after consuming the queue"
+        publisher.peer.close()
+    resume.publisher = publisher
+    return resume
+
+
 def credit_back(link, *, at_least: float = 0.0) -> bool:
     """Whether the publisher may send again: credit and window now, or within a bounded wait (twice the
     absence window; `at_least` seconds in all, for a broker that
@@ -349,7 +370,7 @@ def consume_and_accept(ctx, queue: str, link=None):
     frees memory and queue room on settlement, not on delivery. `link`: a receiving link of the case to
     consume with (else a new connection's). Returns the link it consumed with (the case's drain counts its
     messages as delivered)."""
-    reader = link if link is not None else ctx.session().attach_receiver(queue)
+    reader = link if link is not None else ctx.session(incoming_window=0x7FFFFFFF).attach_receiver(queue)
     before = len(reader.state.transfers)
     reader.flow(link_credit=10000)
     reader.session.settle_by_barrier(queue, through_queue=True)

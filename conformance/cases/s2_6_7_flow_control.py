@@ -350,7 +350,7 @@ def queue_length_limit(ctx):
                                       depth=resume.depth or 0)
     reader = consume_and_accept(ctx, queue)    # accepted: a broker holding a producer counts unsettled ones
     drained = ctx.drain_queue(queue, reader, *([resume.consumer] if resume.consumer else []))
-    accepted = publisher.accepted_bodies() + (second.accepted_bodies() if second is not None else [])
+    accepted = [b for link in (publisher, second, resume.publisher) if link is not None for b in link.accepted_bodies()]
     lost = lost_messages(accepted, drained)
     ctx.require(not lost, "3.2.1/durable-not-lost", f"{len(lost)} accepted durable messages were not there to "
                 "consume after the queue limit", expected=f"each of the {len(accepted)} accepted messages consumed",
