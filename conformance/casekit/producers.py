@@ -191,7 +191,11 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
         if time.monotonic() - started > budget.seconds:
             break
         refused = _refusal(link)
-        stop = _ended(link) or refused or _held(link, point)
+        stop = _ended(link) or refused
+        if stop is None and (link.credit <= 0 or not _window_open(link)):
+            # the broker's answers to what it took (outcomes, and the top-up it sends with them) come first
+            _collect_outcomes(link, [d for d, _, _ in sends])
+            stop = _ended(link) or _refusal(link) or _held(link, point)
         if stop is not None:
             break
         count_before = int(link.state.delivery_count)
@@ -454,13 +458,15 @@ def _window_open(link) -> bool:
 
 
 def _held(link, point: ThrottlePoint) -> tuple[Means, str, str | None] | None:
-    """None when credit and window let the next transfer go (after a bounded wait for a top-up: twice the
-    absence window); else how the broker holds the publisher."""
+    """None when credit and window let the next transfer go (after a bounded wait for a top-up: the absence
+    window); else how the broker holds the publisher."""
     if link.credit > 0 and _window_open(link):
         return None
     # no barrier round trip: a broker holding a publisher may stop reading its connection altogether
-    # (Qpid Broker-J over its limit, RabbitMQ 3.10), and a barrier would only wait out the frame timeout
-    wait = 2 * link.session.absence_window()
+    # (Qpid Broker-J over its limit, RabbitMQ 3.10), and a barrier would only wait out the frame timeout.
+    # The outcomes of what was sent are in (synchronous: each one; pipelined: collected first), and a broker
+    # sends its top-up no later than those: one absence window after them.
+    wait = link.session.absence_window()
     if _await(link.peer, lambda: link.credit > 0 and _window_open(link), wait, "a credit top-up"):
         return None
     if not _window_open(link):
