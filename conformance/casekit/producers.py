@@ -395,6 +395,25 @@ def consume_and_accept(ctx, queue: str, link=None):
     return reader
 
 
+def consume_until_settled(ctx, queue: str, publishers, *, seconds: float = 10.0) -> list:
+    """Consume and accept the queue until every transfer of `publishers` has its outcome (or `seconds` ran
+    out, or a round brought neither messages nor outcomes): a broker that stopped reading a held producer's
+    connection (Qpid Broker-J) reads its unread transfers only when the queue has room again, and answers
+    that connection's close only after them. Returns the links it consumed with (for the case's drain)."""
+    readers = []
+    deadline = time.monotonic() + seconds
+    pending = lambda: sum(len(set(link.sent) - set(_outcomes(link))) for link in publishers)   # noqa: E731
+    while pending() and time.monotonic() < deadline:
+        before = pending()
+        reader = consume_and_accept(ctx, queue)
+        readers.append(reader)
+        for link in publishers:
+            _collect_outcomes(link, list(link.sent))
+        if pending() == before and not reader.state.transfers:
+            break
+    return readers
+
+
 def accept_received(*links) -> None:
     """Accept (settle) every unsettled message the given receiving links got: consumed, not just delivered."""
     for link in links:

@@ -9,7 +9,7 @@ with an error before answering it has broken that MUST, whatever the case was wa
 
 from ..casekit import case
 from ..casekit.producers import (
-    Budget, Means, consume_and_accept, lost_messages, producer_facts, producer_summary, publish_pipelined, publish_synchronously,
+    Budget, Means, consume_until_settled, lost_messages, producer_facts, producer_summary, publish_pipelined, publish_synchronously,
     resume_by_consuming,
 )
 from ..casekit.scripts import Excess
@@ -316,6 +316,7 @@ def echo_as_sender(ctx):
 
 LIMIT = 10              # 2.6.7/14: the queue's limit in messages ...
 LIMIT_BYTES = 10 * 1024  # ... or in bytes, where the broker takes no message limit (Artemis before 2.32)
+PIPELINED_BURST = 200    # the pipelined publisher's cap: more than a broker reads before its credit-0 flow arrives
 
 
 @case("2.6.7/14", "Queue at its limit: the publisher is throttled (by any means), resumes after consuming, loses nothing",
@@ -346,10 +347,11 @@ def queue_length_limit(ctx):
     if resume.resumed and synchronous.means is Means.CREDIT_WITHDRAWN:   # in flight: only where credit is withdrawn
         second = ctx.session().attach_sender(queue, initial_delivery_count=0, durable=True)   # a fresh producer
         second.expect_credit(requirement="2.6.7/initial-flow-state")
-        pipelined = publish_pipelined(second, Budget.past_first_grant(min(second.credit, budget.messages)),
-                                      depth=resume.depth or 0)
-    reader = consume_and_accept(ctx, queue)    # accepted: a broker holding a producer counts unsettled ones
-    drained = ctx.drain_queue(queue, reader, *([resume.consumer] if resume.consumer else []))
+        pipelined = publish_pipelined(second, Budget(PIPELINED_BURST, budget.seconds), depth=resume.depth or 0)
+    # consumed and accepted (a broker holding a producer counts unsettled messages) until every transfer has
+    # its outcome: one the broker left unread is taken once the queue has room
+    readers = consume_until_settled(ctx, queue, [link for link in (publisher, second) if link is not None])
+    drained = ctx.drain_queue(queue, *readers, *([resume.consumer] if resume.consumer else []))
     accepted = [b for link in (publisher, second, resume.publisher) if link is not None for b in link.accepted_bodies()]
     lost = lost_messages(accepted, drained)
     ctx.require(not lost, "3.2.1/durable-not-lost", f"{len(lost)} accepted durable messages were not there to "
