@@ -445,17 +445,27 @@ def _finish(point: ThrottlePoint, stop: tuple[Means, str, str | None], started: 
 
 
 def _ended(link) -> tuple[Means, str, str | None] | None:
-    """The broker's detach of the link, end of its session or close of the connection, if one came."""
+    """The broker's detach of the link, end of its session or close of the connection, if one came (frames
+    are scanned once: the position reached is kept on the link)."""
     peer = link.peer
-    for item in peer.arrived:
+    start, found = getattr(link, "_ended_scan", (0, None))
+    if found is not None:
+        return found
+    arrived = peer.arrived[start:]
+    link._ended_scan = (start + len(arrived), None)
+    for item in arrived:
         body = getattr(item, "body", None)
+        found = None
         if isinstance(body, Close):
-            return Means.CONNECTION_ENDED, summarize(item), Peer.error_condition(item)
-        if isinstance(body, End) and item.channel == link.session.remote_channel:
-            return Means.SESSION_ENDED, summarize(item), Peer.error_condition(item)
-        if isinstance(body, Detach) and item.channel == link.session.remote_channel \
+            found = Means.CONNECTION_ENDED, summarize(item), Peer.error_condition(item)
+        elif isinstance(body, End) and item.channel == link.session.remote_channel:
+            found = Means.SESSION_ENDED, summarize(item), Peer.error_condition(item)
+        elif isinstance(body, Detach) and item.channel == link.session.remote_channel \
                 and body.handle == link.broker_handle:
-            return Means.LINK_ENDED, summarize(item), Peer.error_condition(item)
+            found = Means.LINK_ENDED, summarize(item), Peer.error_condition(item)
+        if found is not None:
+            link._ended_scan = (0, found)
+            return found
     if peer.ending is not None:
         return Means.CONNECTION_ENDED, f"the connection ended ({peer.ending})", None
     return None
@@ -524,10 +534,14 @@ def _withdrawing_flow(link, since: int) -> tuple[int, int] | None:
 
 
 def _outcomes(link) -> dict[int, Any]:
-    """delivery-id -> the broker's outcome for our deliveries on this link (first one given)."""
-    out: dict[int, Any] = {}
+    """delivery-id -> the broker's outcome for our deliveries on this link (first one given). Frames are
+    scanned once (the position reached and the map are kept on the link); a disposition for a delivery
+    not sent yet cannot come."""
+    start, out = getattr(link, "_outcome_scan", (0, {}))
     sent = link.sent
-    for item in link.peer.arrived:
+    arrived = link.peer.arrived[start:]
+    link._outcome_scan = (start + len(arrived), out)
+    for item in arrived:
         body = getattr(item, "body", None)
         if isinstance(body, Disposition) and body.role is True and body.state is not None:
             last = body.last if body.last is not None else body.first
