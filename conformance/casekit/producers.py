@@ -100,9 +100,11 @@ class ThrottlePoint:
     first_grant: int = 0
     budget: str = ""
     elapsed_s: float = 0.0
+    sends: list = field(default_factory=list, repr=False)   # pipelined: (delivery-id, count before, arrival mark)
 
     def record(self) -> dict:
         d = asdict(self)
+        d.pop("sends")
         d["means"] = self.means.value
         d["elapsed_s"] = round(self.elapsed_s, 3)
         return d
@@ -220,10 +222,32 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
         point.depth = depth + point.accepted
         return point
     _finish(point, stop, started, depth)
-    withdrawal = _withdrawing_flow(link, sends[0][2] if sends else peer.mark())
-    if withdrawal is not None:
-        position, limit = withdrawal
-        point.in_flight = sum(1 for _, count, mark in sends if mark <= position and serial_diff(limit, count) >= 0)
+    point.sends = sends
+    count_in_flight(link, point)
+    return point
+
+
+def count_in_flight(link, point: ThrottlePoint) -> ThrottlePoint:
+    """Once the broker's later frames are in (a burst may be written whole before its credit-0 flow arrives):
+    the transfers sent after the broker's first credit-0 flow for them and before it arrived (in flight), and
+    the outcomes now known. A withdrawal seen only now makes the means CREDIT_WITHDRAWN."""
+    sends = point.sends
+    if not sends:
+        return point
+    states = _outcomes(link)
+    point.accepted = sum(1 for d, _, _ in sends if isinstance(states.get(d), Accepted))
+    point.rejected = sum(1 for d, _, _ in sends if isinstance(states.get(d), Rejected))
+    point.released = sum(1 for d, _, _ in sends if isinstance(states.get(d), (Released, Modified)))
+    point.no_outcome = sum(1 for d, _, _ in sends if d not in states)
+    withdrawal = _withdrawing_flow(link, sends[0][2])
+    if withdrawal is None:
+        return point
+    position, limit = withdrawal
+    point.in_flight = sum(1 for _, count, mark in sends if mark <= position and serial_diff(limit, count) >= 0)
+    if point.means is Means.NONE:
+        flow = link.peer.arrived[position]
+        point.means, point.detail, point.drain = Means.CREDIT_WITHDRAWN, summarize(flow), bool(flow.body.drain)
+        point.at_message = sum(1 for _, count, _ in sends if serial_diff(limit, count) < 0) + 1
     return point
 
 

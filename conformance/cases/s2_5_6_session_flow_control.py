@@ -13,7 +13,7 @@ throttled, consumers continued and nothing was lost. Alarm cases are broker-wide
 
 from ..casekit import case
 from ..casekit.producers import (
-    Budget, Means, Resume, accept_received, consume_and_accept, credit_back, producer_facts, publish_pipelined,
+    Budget, Means, Resume, accept_received, consume_and_accept, count_in_flight, credit_back, producer_facts, publish_pipelined,
 )
 from ..casekit.scripts import Excess
 
@@ -202,6 +202,7 @@ def _alarm_case(ctx, kind: str):
     accepted = publisher.accepted_bodies()
     lost = [b for b in accepted if b not in drained]
     duplicated = len(drained) - len(set(drained))
+    count_in_flight(publisher, point)     # with the broker's later flows and outcomes in
     producer = producer_facts(f"{kind} alarm", point, resume, point, lost=len(lost), accepted=len(accepted))
     return _alarm_verdict(ctx, kind, throttle, consumers, resumed, len(lost), duplicated, len(accepted), producer)
 

@@ -9,7 +9,7 @@ with an error before answering it has broken that MUST, whatever the case was wa
 
 from ..casekit import case
 from ..casekit.producers import (
-    Budget, Means, consume_until_settled, lost_messages, producer_facts, producer_summary, publish_pipelined, publish_synchronously,
+    Budget, Means, consume_until_settled, count_in_flight, lost_messages, producer_facts, producer_summary, publish_pipelined, publish_synchronously,
     resume_by_consuming,
 )
 from ..casekit.scripts import Excess
@@ -351,6 +351,8 @@ def queue_length_limit(ctx):
     # consumed and accepted (a broker holding a producer counts unsettled messages) until every transfer has
     # its outcome: one the broker left unread is taken once the queue has room
     readers = consume_until_settled(ctx, queue, [link for link in (publisher, second) if link is not None])
+    if pipelined is not None:
+        count_in_flight(second, pipelined)
     drained = ctx.drain_queue(queue, *readers, *([resume.consumer] if resume.consumer else []))
     accepted = [b for link in (publisher, second, resume.publisher) if link is not None for b in link.accepted_bodies()]
     lost = lost_messages(accepted, drained)
