@@ -215,16 +215,15 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
     point.rejected = sum(1 for d, _, _ in sends if isinstance(states.get(d), Rejected))
     point.released = sum(1 for d, _, _ in sends if isinstance(states.get(d), (Released, Modified)))
     point.no_outcome = sum(1 for d, _, _ in sends if d not in states)
+    point.sends = sends
     if stop is None:
         stop = _ended(link) or _refusal(link)
     if stop is None:
         point.elapsed_s = time.monotonic() - started
         point.depth = depth + point.accepted
-        return point
+        return count_in_flight(link, point)
     _finish(point, stop, started, depth)
-    point.sends = sends
-    count_in_flight(link, point)
-    return point
+    return count_in_flight(link, point)
 
 
 def count_in_flight(link, point: ThrottlePoint) -> ThrottlePoint:
