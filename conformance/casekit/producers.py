@@ -102,7 +102,7 @@ class ThrottlePoint:
     elapsed_s: float = 0.0
     sends: list = field(default_factory=list, repr=False)   # pipelined: (delivery-id, count before, arrival mark)
 
-    def record(self) -> dict:
+    def facts(self) -> dict:
         d = asdict(self)
         d.pop("sends")
         d["means"] = self.means.value
@@ -132,7 +132,7 @@ class Resume:
     consumer: Any = field(default=None, repr=False)     # the receiving link that consumed (drain the rest with it)
     publisher: Any = field(default=None, repr=False)    # a new publisher link the resume published with, if any
 
-    def record(self) -> dict:
+    def facts(self) -> dict:
         return {"resumed": self.resumed, "depth": self.depth, "how": self.how, "consumed": len(self.consumed)}
 
 
@@ -334,8 +334,8 @@ def producer_facts(limit: str | None, throttle: ThrottlePoint, resume: Resume | 
             "resume_depth": resume.depth if resume is not None and resume.resumed else None,
             "resume_how": resume.how if resume is not None else None,
             "accepted": accepted, "lost": lost,
-            "synchronous": throttle.record() if throttle.mode == "synchronous" else None,
-            "pipelined": (pipelined or (throttle if throttle.mode == "pipelined" else None)).record()
+            "synchronous": throttle.facts() if throttle.mode == "synchronous" else None,
+            "pipelined": (pipelined or (throttle if throttle.mode == "pipelined" else None)).facts()
             if (pipelined or throttle.mode == "pipelined") else None}
 
 
