@@ -255,6 +255,14 @@ def session_begun_during_alarm(ctx):
     observations = dict(begin_incoming_window=begin_window, credit_during_alarm=credit_during,
                         consumers_continued=consumers, resumed=resumed, resumed_by=resume.how)
     how = "incoming-window 0" if begin_window == 0 else "credit withheld" if not credit_during else "not throttled"
+    means = Means.WINDOW if begin_window == 0 else Means.NOT_TOPPED_UP if not credit_during else Means.NONE
+    observations["producer"] = {   # the report's producer row: stopped before its first message, or not at all
+        "limit": "memory alarm", "means": means.value, "drain": None, "error": None,
+        "detail": f"begin incoming-window {begin_window}, credit {credit_during} at attach",
+        "at_message": 1 if means.throttled else None, "depth": None, "budget": "1 message",
+        "in_flight": None, "pipelined_means": None, "resumed": resumed,
+        "resume_depth": resume.depth if resumed else None, "resume_how": resume.how,
+        "accepted": len(publisher.accepted_bodies()), "lost": None, "synchronous": None, "pipelined": None}
     summary = (f"session begun during the alarm: publisher {how} (incoming-window {begin_window}, credit "
                f"{credit_during}); consumer {'served' if consumers else 'not served'}; publishing "
                f"{'resumed' if resumed else 'did not resume'}")

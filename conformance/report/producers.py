@@ -40,7 +40,8 @@ def producer_rows(model: dict) -> list[dict]:
         rows.append({"column": cell["column"], "case_id": cell["case_id"], "limit": p.get("limit") or "–",
                      "means": means, "point": point,
                      "in_flight": "–" if p.get("in_flight") is None else str(p["in_flight"]),
-                     "resume": resume, "lost": f"{p.get('lost', 0)} of {p.get('accepted', 0)}",
+                     "resume": resume,
+                     "lost": "not checked" if p.get("lost") is None else f"{p['lost']} of {p.get('accepted', 0)}",
                      "verdict": cell["verdict"]})
     rank = {c: i for i, c in enumerate(CASE_ORDER)}
     rows.sort(key=lambda r: (rank.get(r["case_id"], len(rank)), r["case_id"], order.get(r["column"], 1 << 30)))
