@@ -72,7 +72,7 @@ class Budget:
     seconds: float
 
     @classmethod
-    def past_first_grant(cls, grant: int, *, floor: int = 50, cap: int = 2500, seconds: float = 15.0) -> "Budget":
+    def past_first_grant(cls, grant: int, *, floor: int = 50, cap: int = 2500, seconds: float = 45.0) -> "Budget":
         """Enough to use the broker's first grant up once (and one more), within a hard cap."""
         return cls(min(cap, max(floor, grant + 1)), seconds)
 

@@ -34,7 +34,7 @@ def producer_rows(model: dict) -> list[dict]:
             if p.get("error"):
                 means += f" ({p['error']})"
         if p.get("resumed"):
-            resume = f"depth {p.get('resume_depth')}"
+            resume = f"depth {p['resume_depth']}" if p.get("resume_depth") is not None else "resumed"
         else:
             resume = "not resumed" if p.get("resumed") is not None else "–"
         rows.append({"column": cell["column"], "case_id": cell["case_id"], "limit": p.get("limit") or "–",
