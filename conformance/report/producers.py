@@ -28,7 +28,7 @@ def producer_rows(model: dict) -> list[dict]:
         if means == "not throttled":
             point = f"not throttled within {p.get('budget') or 'the budget'}"
         else:
-            point = f"message {p.get('at_message')}, depth {p.get('depth')}"
+            point = f"message {p.get('at_message')}" + (f", depth {p['depth']}" if p.get("depth") is not None else "")
             if p.get("drain"):
                 means += " (drain)"
             if p.get("error"):
