@@ -4,6 +4,8 @@
 - `findings`: findings, obligations, outcomes (enums) and the one verdict rule;
 - `context`: `CaseContext`, what a case runs with and its record of findings;
 - `scripts`: `ConnectionScript`, `SessionScript`, `ReceiverScript`, `SenderScript` (and `Excess`, `Throttle`);
+- `producers`: publishers as people run them (synchronous, pipelined), how a broker stopped them (`Means`),
+  the resume by consuming, and the facts the report's producer table reads;
 - `executor`: `run_case`, one case against one broker judged into a `CaseResult`.
 
 `conformance.cases` holds the cases, one module per spec section.

@@ -29,7 +29,7 @@ from .findings import (
     REFUSALS, CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Refusal, Source, SuiteError,
 )
 from .scripts import ConnectionScript, ReceiverScript, ScriptError, SessionScript
-from .spec import missing_hook_reason
+from .spec import has_need, missing_hook_reason
 
 _counter = itertools.count(1)
 
@@ -58,12 +58,17 @@ class CaseContext:
 
     # -- queues ------------------------------------------------------------------------------------------
 
-    def queue(self, preload: int = 0, *, body_size: int | None = None, max_length: int | None = None) -> str:
-        """A fresh queue for this case only (deleted afterwards), optionally preloaded with N messages."""
+    def queue(self, preload: int = 0, *, body_size: int | None = None, max_length: int | None = None,
+              max_length_bytes: int | None = None) -> str:
+        """A fresh queue for this case only (deleted afterwards), optionally preloaded with N messages; a limit
+        in messages (`max_length`) or bytes (`max_length_bytes`) needs the broker's hook for it."""
         if max_length is not None:
             self.need_hook("queue_length_limit")
+        if max_length_bytes is not None:
+            self.need_hook("queue_size_limit")
         name = self.broker.unique_queue(f"c{self._slug}")
-        self.broker.create_queue(name, max_length=max_length)
+        limits = {"max_length_bytes": max_length_bytes} if max_length_bytes is not None else {}
+        self.broker.create_queue(name, max_length=max_length, **limits)
         self._queues.append(name)
         self._preloaded[name] = []
         if preload:
@@ -113,7 +118,8 @@ class CaseContext:
     # -- broker-wide hooks ---------------------------------------------------------------------------------
 
     def need_hook(self, name: str) -> None:
-        if not self.broker.has_hook(name):
+        """The broker has hook `name` ("a|b": either), else the case is unsupported."""
+        if not has_need(self.broker, name):
             raise CaseUnsupported(missing_hook_reason(name))
 
     @contextlib.contextmanager
@@ -128,7 +134,7 @@ class CaseContext:
     def drain_queue(self, queue: str, *links: ReceiverScript) -> list[bytes]:
         """Every body the broker delivered on the given links during the case (also those the case did not wait
         for, e.g. beyond credit: delivered is not lost), then the rest of the queue."""
-        reader = self.session().attach_receiver(queue)
+        reader = self.session(incoming_window=0x7FFFFFFF).attach_receiver(queue)   # a window wider than any queue
         reader.flow(link_credit=10000)
         # a receiving link attached on the queue: its answer comes after the queue took our credit, then the
         # rest arrives with no gap longer than the absence window (not a clock-only silence of 2 quiet periods)

@@ -37,7 +37,7 @@ from ..verdict import CaseResult, Verdict
 from .findings import (
     CaseConclusion, CaseHalted, Outcome, OutcomeKind, SubjectUnobservable, SuiteError, ordered, verdict_of,
 )
-from .spec import CaseSpec, missing_hook_reason
+from .spec import CaseSpec, has_need, missing_hook_reason
 
 
 @contextlib.contextmanager
@@ -79,7 +79,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     outcome: Outcome | None = None
     error: str | None = None
     broke: str | None = None
-    missing = next((hook for hook in spec.needs if not broker.has_hook(hook)), None)
+    missing = next((hook for hook in spec.needs if not has_need(broker, hook)), None)
     if missing is not None:      # a declared hook the broker lacks: unsupported, nothing asked of the broker
         result.verdict, result.reason = Verdict.UNSUPPORTED, missing_hook_reason(missing)
         result.broker_product, result.broker_version = broker.product, broker.version

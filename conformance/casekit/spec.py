@@ -80,7 +80,16 @@ class CaseSpec:
 
 def missing_hook_reason(hook: str) -> str:
     """The one-line reason of a case that needs a hook its broker's profile lacks (verdict unsupported)."""
+    if "|" in hook:
+        names = " or ".join(repr(h) for h in hook.split("|"))
+        return f"the broker profile has none of the hooks {names}; add one to the profile to run this case"
     return f"the broker profile has no {hook!r} hook; add one to the profile to run this case"
+
+
+def has_need(holder, need: str) -> bool:
+    """Whether `holder` (a broker handle or profile: `has_hook(name)`) provides `need`: one hook name, or
+    alternatives "a|b" (any of them will do, e.g. a queue limit in messages or in bytes)."""
+    return any(holder.has_hook(name) for name in need.split("|"))
 
 
 REGISTRY: dict[str, CaseSpec] = {}
@@ -92,7 +101,7 @@ def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subj
          own_node: bool = False, deliberate: list[str] | tuple[str, ...] = (), refusals_judged: tuple[str, ...] = (),
          kind: str = "broker"):
     """Register a conformance case. The decorated function takes a CaseContext. `subject` defaults to the
-    first requirement; the subject must be among `requirements`. `needs`: profile hooks (checked before
+    first requirement; the subject must be among `requirements`. `needs`: profile hooks, "a|b" for either (checked before
     anything else: unsupported without them); `exclusive`: nothing runs beside it on its broker (implies
     `own_node`); `own_node`: runs on the run's second node of a managed broker, away from the other cases;
     `deliberate`: the MUST/SHOULD requirements our own frames break on purpose (the subject is the broker's

@@ -12,7 +12,10 @@ throttled, consumers continued and nothing was lost. Alarm cases are broker-wide
 """
 
 from ..casekit import REFUSALS, case
-from ..casekit.scripts import Excess, Throttle
+from ..casekit.producers import (
+    Budget, Means, Resume, accept_received, consume_and_accept, count_in_flight, credit_back, producer_facts, publish_pipelined,
+)
+from ..casekit.scripts import Excess
 
 
 @case("2.5.6/1", "Peer incoming-window 0: no transfer despite link credit; widening the window resumes",
@@ -116,12 +119,14 @@ THROTTLE_REQUIREMENTS = ["2.5.6/incoming-window", "2.6.7/link-credit-receiver", 
                          "2.6.7/no-send-without-credit", "2.6.7/initial-flow-state", "2.6.7/credit-formula"]
 
 
-def _alarm_verdict(ctx, kind: str, throttle: Throttle, consumers: bool, resumed: bool, lost: int, duplicated: int,
-                   accepted: int):
+def _alarm_verdict(ctx, kind: str, throttle: Means, consumers: bool, resumed: bool, lost: int, duplicated: int,
+                   accepted: int, producer: dict | None = None):
     """The alarm's own subject, judged whatever was found on the way: throttled by flow control,
     consumers served, publishing resumed, nothing lost."""
     observations = dict(throttled_by=throttle.value, consumers_continued=consumers, resumed=resumed,
                         accepted=accepted, lost=lost, duplicated=duplicated)
+    if producer is not None:
+        observations["producer"] = producer
     ctx.require(not lost, "3.2.1/durable-not-lost",
                 f"{lost} accepted durable messages lost across the {kind} alarm",
                 expected=f"each of the {accepted} accepted durable messages consumed",
@@ -130,16 +135,41 @@ def _alarm_verdict(ctx, kind: str, throttle: Throttle, consumers: bool, resumed:
                 f"{duplicated} accepted messages delivered twice across the {kind} alarm",
                 expected=f"each of the {accepted} accepted messages consumed once",
                 actual=f"{lost} lost, {duplicated} duplicated")
+    how = (producer or {}).get("resume_how")
     summary = (f"{kind} alarm: publisher {'throttled by ' + throttle.value if throttle.by_flow_control else throttle.value}; "
                f"consumers {'continued' if consumers else 'stopped'}; publishing "
-               f"{'resumed' if resumed else 'did not resume'}; {'nothing' if not lost else lost} lost")
+               f"{'resumed' if resumed else 'did not resume'}{f' ({how})' if how and resumed else ''}; "
+               f"{'nothing' if not lost else lost} lost")
     if throttle.by_flow_control and consumers and resumed and not lost and not duplicated:
         return ctx.passed(summary, **observations)
     return ctx.informational(summary, **observations)
 
 
+def _consume_during_alarm(ctx, queue: str, publisher, *consumers) -> Resume:
+    """What an operator does about a held publisher: consumers drain the queue (accepting, which frees memory
+    and room) while the alarm is still on. Artemis' memory alarm (an address over its BLOCK limit) clears
+    this way: from 2.26 a publisher blocked on its address gets no credit when the setting is merely removed.
+    Bounded waits only. `consumers`: the case's receiving links, whose messages are accepted too."""
+    accept_received(*consumers)
+    reader = consume_and_accept(ctx, queue)
+    if credit_back(publisher):
+        return Resume(resumed=True, depth=0, how="credit back after consuming, with the alarm still raised",
+                      consumer=reader)
+    return Resume(consumer=reader)
+
+
+def _resume_after_clear(publisher, during: Resume) -> Resume:
+    """After the alarm is cleared: credit back then, if consuming did not bring it back before."""
+    if during.resumed:
+        return during
+    if credit_back(publisher):
+        return Resume(resumed=True, how="credit back when the alarm cleared", consumer=during.consumer)
+    return Resume(how="no credit after consuming the queue and clearing the alarm", consumer=during.consumer)
+
+
 def _alarm_case(ctx, kind: str):
-    """Publisher and consumer share one session; the alarm is raised mid-stream, then cleared."""
+    """Publisher and consumer share one session; the alarm is raised mid-stream, then cleared. The publisher
+    is pipelined (sends within the credit it knows, reading the broker's flows between transfers)."""
     queue = ctx.queue(preload=30)
     session = ctx.session()
     consumer = session.attach_receiver(queue)
@@ -152,23 +182,31 @@ def _alarm_case(ctx, kind: str):
     consumers = True
     probe = None
     with ctx.alarm(kind):
-        throttle = publisher.publish_until_throttled(limit=2000)
+        point = publish_pipelined(publisher, Budget.past_first_grant(publisher.credit, cap=2000), tag="a",
+                                  depth=20)
+        throttle = point.means
         with ctx.step():
             consumers = False
-            if throttle is not Throttle.CLOSED:     # a closed connection takes its consumer along (recorded)
+            if throttle is not Means.CONNECTION_ENDED:     # a closed connection takes its consumer along (recorded)
                 consumer.flow(link_credit=10)
                 consumer.expect_transfers(10, requirement="2.6.7/credit-formula")   # consumers keep receiving
             newcomer = ctx.session()                                            # a consume-only connection
             probe = newcomer.attach_receiver(queue)
             probe.flow(link_credit=1)
             probe.expect_transfers(1, requirement="2.6.7/credit-formula")
-            consumers = throttle is not Throttle.CLOSED
-    resumed = publisher.publish_after_clear(count=5)
-    drained = ctx.drain_queue(queue, consumer, *([probe] if probe else []))
+            consumers = throttle is not Means.CONNECTION_ENDED
+        during = _consume_during_alarm(ctx, queue, publisher, consumer, *([probe] if probe else [])) \
+            if not throttle.ended else Resume()
+    resume = _resume_after_clear(publisher, during) if not throttle.ended else Resume(how="the broker ended it")
+    resumed = resume.resumed and publisher.publish_after_clear(count=5)
+    drained = ctx.drain_queue(queue, consumer, *([probe] if probe else []),
+                              *([resume.consumer] if resume.consumer else []))
     accepted = publisher.accepted_bodies()
     lost = [b for b in accepted if b not in drained]
     duplicated = len(drained) - len(set(drained))
-    return _alarm_verdict(ctx, kind, throttle, consumers, resumed, len(lost), duplicated, len(accepted))
+    count_in_flight(publisher, point)     # with the broker's later flows and outcomes in
+    producer = producer_facts(f"{kind} alarm", point, resume, point, lost=len(lost), accepted=len(accepted))
+    return _alarm_verdict(ctx, kind, throttle, consumers, resumed, len(lost), duplicated, len(accepted), producer)
 
 
 @case("2.5.6/4", "Memory alarm: publisher throttled by flow control, consumers unaffected, nothing lost",
@@ -212,11 +250,21 @@ def session_begun_during_alarm(ctx):
             consumer.expect_transfers(3, requirement="2.6.7/credit-formula")
             consumers = True
             consumer.expect_no_transfer(requirement="2.6.7/no-send-without-credit")
-    resumed = publisher.publish_after_clear(count=1)
+        during = _consume_during_alarm(ctx, queue, publisher, consumer)
+    resume = _resume_after_clear(publisher, during)
+    resumed = resume.resumed and publisher.publish_after_clear(count=1)
     throttled = begin_window == 0 or not credit_during
     observations = dict(begin_incoming_window=begin_window, credit_during_alarm=credit_during,
-                        consumers_continued=consumers, resumed=resumed)
+                        consumers_continued=consumers, resumed=resumed, resumed_by=resume.how)
     how = "incoming-window 0" if begin_window == 0 else "credit withheld" if not credit_during else "not throttled"
+    means = Means.WINDOW if begin_window == 0 else Means.NOT_TOPPED_UP if not credit_during else Means.NONE
+    observations["producer"] = {   # the report's producer row: stopped before its first message, or not at all
+        "limit": "memory alarm", "means": means.value, "drain": None, "error": None,
+        "detail": f"begin incoming-window {begin_window}, credit {credit_during} at attach",
+        "at_message": 1 if means.throttled else None, "depth": None, "budget": "1 message",
+        "in_flight": None, "pipelined_means": None, "resumed": resumed,
+        "resume_depth": resume.depth if resumed else None, "resume_how": resume.how,
+        "accepted": len(publisher.accepted_bodies()), "lost": None, "synchronous": None, "pipelined": None}
     summary = (f"session begun during the alarm: publisher {how} (incoming-window {begin_window}, credit "
                f"{credit_during}); consumer {'served' if consumers else 'not served'}; publishing "
                f"{'resumed' if resumed else 'did not resume'}")

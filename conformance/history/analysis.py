@@ -108,7 +108,7 @@ def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str,
     if run_ids:
         for r in (records_df.where(F.col("run_id").isin(run_ids))
                   .select("run_id", "case_id", "broker", "reason", "violated", "section", "level", "requirement_ids",
-                          "started_at", "findings").collect()):
+                          "started_at", "findings", "observations").collect()):
             key = (r["case_id"], r["broker"], r["run_id"])
             if key in latest_keys and (key not in details or r["started_at"] >= details[key]["started_at"]):
                 details[key] = r.asDict()
@@ -125,6 +125,7 @@ def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str,
             "duration_s": last["duration_s"] or 0.0, "section": d.get("section"), "level": d.get("level"),
             "requirement_ids": _json_list(d.get("requirement_ids")), "records": r["records"],
             "findings": finding_lines(_json_objects(d.get("findings"))),
+            "producer": _json_object(d.get("observations")).get("producer"),
             "verdict_counts": {v: r[f"n_{v}"] for v in VERDICTS if r[f"n_{v}"]},
             "mean_s": (r["sum_s"] or 0.0) / r["records"], "min_s": r["min_s"] or 0.0, "max_s": r["max_s"] or 0.0,
         })
@@ -216,7 +217,8 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
                       "run_id": a["run_id"], "duration_s": round(a["duration_s"], 4),
                       "ladder": ladders.get((a["run_id"], a["case_id"], a["broker"])), "violated": a["violated"],
                       "findings": a.get("findings", []),
-                      "verdict_counts": a["verdict_counts"], "flaky": len(a["verdict_counts"]) > 1})
+                      "verdict_counts": a["verdict_counts"], "flaky": len(a["verdict_counts"]) > 1,
+                      **({"producer": a["producer"]} if isinstance(a.get("producer"), dict) else {})})
 
     cases_of_requirement: dict[str, list[str]] = defaultdict(list)
     for case in cases.values():
@@ -324,6 +326,15 @@ def _json_list(text) -> list:
     except ValueError:
         return []
     return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _json_object(text) -> dict:
+    """A JSON object (a record's observations) from its stored text; {} when absent or malformed."""
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _json_objects(text) -> list:

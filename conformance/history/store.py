@@ -39,15 +39,17 @@ from ..verdict import VERDICTS   # the vocabulary is defined once, in conformanc
 # requirement_ids is kept as the record's JSON text (e.g. '["2.6.7/credit-formula"]'): one dictionary-encoded
 # string per record instead of a repeated Parquet field, a third cheaper to write; readers json-decode it.
 # findings likewise: the record's list of findings (deciding first) as JSON text; null in batches ingested
-# before findings were recorded.
+# before findings were recorded. observations: the record's observations (a JSON object, e.g. "producer": the
+# producer-flow-control facts) as JSON text; null in batches ingested before it was kept.
 RECORD_SCHEMA = (
     "run_id STRING, case_id STRING, section STRING, level STRING, requirement_ids STRING, "
     "verdict STRING, reason STRING, violated STRING, broker STRING, broker_product STRING, "
-    "broker_version STRING, duration_s DOUBLE, started_at STRING, findings STRING"
+    "broker_version STRING, duration_s DOUBLE, started_at STRING, findings STRING, observations STRING"
 )
 # Columns of the records table, in order (`broker` is the partition column and comes last when read back).
 RECORD_COLUMNS = ("run_id", "case_id", "section", "level", "requirement_ids", "verdict", "reason", "violated",
-                  "broker_product", "broker_version", "duration_s", "started_at", "findings", "broker")
+                  "broker_product", "broker_version", "duration_s", "started_at", "findings", "broker",
+                  "observations")
 
 
 @dataclass
@@ -347,8 +349,9 @@ def _count_errors(results: Path) -> int:
 
 
 def _with_findings(frame):
-    """A batch ingested before findings were recorded gets a null findings column."""
-    if "findings" in frame.columns:
-        return frame
+    """A batch ingested before findings (or observations) were recorded gets a null column for them."""
     from pyspark.sql import functions as F
-    return frame.withColumn("findings", F.lit(None).cast("string"))
+    for column in ("findings", "observations"):
+        if column not in frame.columns:
+            frame = frame.withColumn(column, F.lit(None).cast("string"))
+    return frame

@@ -18,6 +18,7 @@ from typing import Iterable
 
 from .clients import render_client_matrix
 from ..verdict import BROKEN, HTML_COLOUR, MEANING, Verdict
+from .producers import render_producers_html
 from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
 from .traffic import render_traffic_html
 
@@ -461,6 +462,7 @@ def render_html(model: dict) -> str:
             + render_scores(model)
             + render_changes(model, anchors, columns)
             + render_flaky(model, anchors)
+            + render_producers_html(model)
             + render_durations(model, anchors)
             + render_selfcheck(model, anchors)
             + render_traffic_html(model)

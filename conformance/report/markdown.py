@@ -11,6 +11,7 @@ import re
 from collections import Counter
 
 from .model import VERDICTS, validate_model
+from .producers import render_producers_markdown
 from .traffic import render_traffic_markdown
 
 MAX_LIST_ITEMS = 50
@@ -94,6 +95,7 @@ def render_markdown(model: dict) -> str:
                                                          key=lambda kv: VERDICTS.index(kv[0])))
         lines.append(f"- {md_code(flaky['case_id'])} on {md_code(flaky['column'])}: {spread}")
     out += cut_list(lines, "flaky cases") or ["None."]
+    out += render_producers_markdown(model)
     for check in model.get("selfcheck") or []:
         caught = sum(1 for f in check["faults"] if f["detected"])
         out += ["", f"### Selfcheck on {md_code(check['column'])}: {caught} of {len(check['faults'])} faults caught", ""]

@@ -21,7 +21,8 @@ Schema (every key listed is required; extra keys are allowed and ignored)::
      "cells": [{"case_id": str, "column": str, "verdict": VERDICT, "reason": str, "run_id": str,
                 "duration_s": number, "ladder": str | null, "violated": requirement id | null (the deciding
                 finding's), "findings": [str] (every finding, deciding first: "<req> (<level>, <verdict>): <reason>"),
-                "verdict_counts": {VERDICT: int}, "flaky": bool}],
+                "verdict_counts": {VERDICT: int}, "flaky": bool, "producer": {...} (optional: the
+                producer-flow-control facts of 2.6.7/14 and the alarm cases, see conformance.report.producers)}],
      "requirement_cells": [{"requirement_id": str, "column": str, "verdict": VERDICT, "case_ids": [case id]}],
      "scores": {"overall":    [{"column": str, "passed": int, "judged": int, "score": number 0..1}],
                 "by_section": [{"column": str, "section": str, "passed": int, "judged": int, "score": number}],

@@ -231,8 +231,9 @@ def _wants_own_node(spec, cases) -> bool:
     """Whether a managed broker's profile has every hook some own-node case needs (else those cases are
     unsupported on it and a second node would only cost its start)."""
     from .. import brokers
+    from ..casekit.spec import has_need
     profile = brokers.load_profile(spec.profile)
-    return any(getattr(c, "own_node", False) and all(profile.has_hook(h) for h in c.needs) for c in cases)
+    return any(getattr(c, "own_node", False) and all(has_need(profile, h) for h in c.needs) for c in cases)
 
 
 def _timed_start(spec, options: RunOptions):

@@ -115,6 +115,10 @@ class BrokerConfig:
     # Not a fault: True answers a drain with its link state (drain=true, the credit it has) before the transfers
     # for it, as RabbitMQ 3.10 does; that flow is not the one after the transfers.
     flow_before_drain_transfers: bool = False
+    # Not a fault either: a queue at its length limit withdraws the publisher's credit with
+    # flow(link-credit=0, drain=true) once it is full (Qpid Broker-J's producer flow control) instead of
+    # granting no more than the room left.
+    withdraw_on_full: bool = False
     # Configurations real brokers are run with (not faults: each refuses what it does not allow, with an error
     # a case reads as a refusal by configuration). A non-durable store refuses a durable message as Qpid
     # Broker-J 9.2.1 with a Memory virtual host does: detach(amqp:precondition-failed, NON_DURABLE), then
@@ -450,8 +454,8 @@ class BrokerConnection:
             return
         link.blocked = False
         q = self.state.queues.get(link.queue)
-        room = None if q is None or q.max_length is None or self.cfg.reject_on_overflow else \
-            q.max_length - len(q.messages)
+        room = None if q is None or q.max_length is None or self.cfg.reject_on_overflow \
+            or self.cfg.withdraw_on_full else q.max_length - len(q.messages)
         b = link.books
         b.link_credit = self.cfg.publisher_credit if room is None else min(self.cfg.publisher_credit, room)
         reported = serial_add(b.delivery_count, self.faults.receiver_delivery_count_offset)
@@ -628,6 +632,10 @@ class BrokerConnection:
             self._send(Disposition(role=ROLE_RECEIVER, first=transfer.delivery_id, settled=True,
                                    state=Rejected() if full else Accepted()), channel)
         if self._publisher_blocked(link):
+            if self.cfg.withdraw_on_full and not link.blocked:
+                # reported, not booked: transfers in flight under the earlier credit are still taken
+                self._send(self._session_flow(s, link, delivery_count=link.books.delivery_count, link_credit=0,
+                                              drain=True), s.channel)
             link.blocked = True
         elif link.books.link_credit <= self.cfg.publisher_credit // 2 and not self.faults.drop_on_excess:
             self._grant_publisher_credit(s, link)

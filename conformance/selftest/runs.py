@@ -19,6 +19,7 @@ class ReferenceBuild:
     name: str                     # broker name in the records
     version: str                  # broker version in the records
     faults: Faults = field(default_factory=Faults)
+    config: BrokerConfig | None = None   # how it behaves where the spec leaves it open (its version is the build's)
 
 
 def write_reference_run(reports_dir: Path, builds: list[ReferenceBuild], case_ids: list[str],
@@ -33,8 +34,8 @@ def write_reference_run(reports_dir: Path, builds: list[ReferenceBuild], case_id
     handles = []
     try:
         for build in builds:
-            handle = ReferenceBrokerHandle(faults=build.faults, config=BrokerConfig(version=build.version),
-                                           name=build.name)
+            config = replace(build.config or BrokerConfig(), version=build.version)
+            handle = ReferenceBrokerHandle(faults=build.faults, config=config, name=build.name)
             handle.version = build.version
             handles.append(handle)
         options = replace(options or RunOptions(), workers=0, reports_dir=Path(reports_dir))

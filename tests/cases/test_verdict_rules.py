@@ -67,7 +67,7 @@ def test_an_unrelated_early_finding_does_not_hide_the_subject():
     assert result.verdict.value == "fail", result.reason
     assert result.violated == "2.7.4/receiver-delivery-count"
     assert result.outcome == "recorded"
-    assert result.observations["throttled_by"] == "connection closed"
+    assert result.observations["throttled_by"] == "connection ended"
     assert "consumers_continued" in result.observations and "lost" in result.observations
 
 
