@@ -3,7 +3,7 @@
 - `spec`: the registry (`@case`, `CaseSpec`: subject, declared requirements, what the model judges);
 - `findings`: findings, obligations, outcomes (enums) and the one verdict rule;
 - `context`: `CaseContext`, what a case runs with and its record of findings;
-- `scripts`: `ConnectionScript`, `SessionScript`, `ReceiverScript`, `SenderScript` (and `Excess`, `Throttle`);
+- `scripts`: `ConnectionScript`, `SessionScript`, `ReceiverScript`, `SenderScript` (and `Excess`);
 - `producers`: publishers as people run them (synchronous, pipelined), how a broker stopped them (`Means`),
   the resume by consuming, and the facts the report's producer table reads;
 - `executor`: `run_case`, one case against one broker judged into a `CaseResult`.

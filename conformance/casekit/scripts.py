@@ -5,7 +5,7 @@ This module owns `ConnectionScript`, `SessionScript`, `ReceiverScript` and `Send
 the scripted peer, and nothing behind the case's back. An expectation that names a requirement records a
 finding on it when the frame does not come (or a wrong one does) and halts the case body (`CaseHalted`);
 a check on a value records a finding and goes on; a drain opens an obligation. Everything else that fails
-is an ERROR. Outcomes the scripts report are enums (`Excess`, `Throttle`), never prose to compare.
+is an ERROR. Outcomes the scripts report are enums (`Excess`), never prose to compare.
 """
 
 from __future__ import annotations
@@ -32,23 +32,6 @@ class Excess(str, Enum):
     DETACHED = "detached"        # detached the link with transfer-limit-exceeded
     OTHER = "other"              # answered with another detach/end/close
     DROPPED = "dropped"          # dropped the connection without a close frame
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Throttle(str, Enum):
-    """How a broker stopped a publisher (alarms, full queues)."""
-
-    WINDOW = "session incoming-window 0"
-    CREDIT = "link-credit withheld"
-    REJECTED = "transfers rejected"
-    CLOSED = "connection closed"
-    NONE = "not throttled"
-
-    @property
-    def by_flow_control(self) -> bool:
-        return self in (Throttle.WINDOW, Throttle.CREDIT)
 
     def __str__(self) -> str:
         return self.value
@@ -844,46 +827,6 @@ class SenderScript(LinkScript):
     def rejected_count(self) -> int:
         return sum(1 for item in self.peer.arrived if isinstance(getattr(item, "body", None), Disposition)
                    and isinstance(item.body.state, Rejected))
-
-    def publish_until_throttled(self, limit: int, *, await_outcomes: bool = True) -> "Throttle":
-        """Send messages while the broker lets us; report how it stopped us. With `await_outcomes` False, the
-        outcomes of the last transfers are not waited for (the quiet period): the caller looks at them later
-        with `pushback_after` once other steps have taken at least that long."""
-        for i in range(limit):
-            if self.rejected_count():
-                return Throttle.REJECTED
-            s = self.session.state
-            if self.peer.closed_by_remote:
-                return Throttle.CLOSED
-            if s.remote_incoming_window is not None and s.remote_incoming_window <= 0:
-                return Throttle.WINDOW
-            if self.credit <= 0:
-                try:
-                    self.peer.expect(Flow, channel=self.session.remote_channel,
-                                     where=lambda f: (f.body.handle == self.broker_handle and (f.body.link_credit or 0) > 0)
-                                     or f.body.incoming_window == 0, timeout=self.ctx.options.quiet_period * 2)
-                    continue
-                except ExpectationTimeout:
-                    return Throttle.CREDIT
-                except ConnectionLost:
-                    return Throttle.CLOSED
-            try:
-                self.transfer(f"{self.queue}!{i}".encode())
-            except ConnectionLost:
-                return Throttle.CLOSED
-        if not await_outcomes:
-            return Throttle.NONE
-        try:   # outcomes of the last transfers
-            self.peer.expect(Disposition, timeout=self.ctx.options.quiet_period,
-                             where=lambda f: isinstance(f.body.state, Rejected))
-            return Throttle.REJECTED
-        except ExpectationTimeout:
-            return Throttle.NONE
-
-    def pushback_after(self, throttle: "Throttle") -> "Throttle":
-        """`publish_until_throttled(await_outcomes=False)`'s answer once the outcomes had time to come:
-        NONE becomes REJECTED when the broker has rejected a transfer since."""
-        return Throttle.REJECTED if throttle is Throttle.NONE and self.rejected_count() else throttle
 
     def publish_after_clear(self, count: int) -> bool:
         for i in range(count):
