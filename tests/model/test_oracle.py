@@ -1,6 +1,7 @@
 """The oracle's rules, one test per sentence it can report, plus the in-flight rule, channel/handle mapping,
 queries and bad arguments. Sequence numbers start near 2^32 so most tests also cross the wrap."""
 
+import ast
 import dataclasses
 import tomllib
 from pathlib import Path
@@ -13,12 +14,17 @@ from conformance.model.oracle import LINK_ONLY_FIELDS
 from conformance.wire import Attach, Begin, Detach, End, Flow, Frame, Source, Target, Transfer
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "conformance" / "catalogue" / "requirements.toml"
+ORACLE = Path(__file__).resolve().parents[2] / "conformance" / "model" / "oracle.py"
 INITIAL = 0xFFFFFFFB       # RabbitMQ 4's initial delivery-count
 
 
 def test_every_id_the_oracle_can_emit_is_in_the_catalogue_with_its_verbatim_sentence():
     rows = {r["id"]: r for r in tomllib.loads(CATALOGUE.read_text("utf-8"))["requirement"]}
-    assert emitted_requirement_ids() == set(RULES.values())
+    assert emitted_requirement_ids() == {
+        "2.6.7/no-send-without-credit", "2.5.6/remote-incoming-window-decrement", "2.7.4/sender-delivery-count-set",
+        "2.6.7/credit-decrease-on-send", "2.6.7/credit-formula", "2.6.7/drain-advance",
+        "2.7.4/link-fields-need-handle", "2.7.4/echo-no-loop", "2.7.4/next-incoming-id-set",
+        "2.7.4/receiver-delivery-count", "2.7.3/initial-delivery-count-sender", "2.7.5/delivery-id-first"}
     assert emitted_requirement_ids() <= set(rows)
     s = receiver_link(INITIAL)
     s.out(s.our_flow(handle=0, delivery_count=INITIAL, link_credit=1))
@@ -29,6 +35,28 @@ def test_every_id_the_oracle_can_emit_is_in_the_catalogue_with_its_verbatim_sent
     assert v.frame_index == 6 and v.direction == "in"
     with pytest.raises(dataclasses.FrozenInstanceError):
         v.detail = "x"
+
+
+def _flagged_rules() -> set[str]:
+    """The rule names oracle.py passes to `_flag` (a literal, or a name bound to literals in the function)."""
+    found = set()
+    for func in ast.walk(ast.parse(ORACLE.read_text("utf-8"))):
+        if not isinstance(func, ast.FunctionDef):
+            continue
+        bound = {t.id: n.value for n in ast.walk(func) if isinstance(n, ast.Assign) for t in n.targets
+                 if isinstance(t, ast.Name)}
+        for call in ast.walk(func):
+            if isinstance(call, ast.Call) and getattr(call.func, "attr", None) == "_flag":
+                rule = call.args[1]
+                rule = bound.get(rule.id, rule) if isinstance(rule, ast.Name) else rule
+                found |= {c.value for c in ast.walk(rule) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return found
+
+
+def test_every_rule_is_reported_somewhere_and_only_known_rules_are():
+    """RULES (what emitted_requirement_ids answers) names exactly the rules the oracle's code can flag: a rule
+    whose check was removed, or a check flagging a rule RULES lacks, fails here."""
+    assert _flagged_rules() == set(RULES)
 
 
 # -- link credit (2.6.7) ----------------------------------------------------------------------------------
