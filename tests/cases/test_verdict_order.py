@@ -117,3 +117,35 @@ def test_bad_declarations_are_refused(registry):
 def test_the_missing_hook_reason_names_the_hook():
     assert casespec.missing_hook_reason("alarm") == \
         "the broker profile has no 'alarm' hook; add one to the profile to run this case"
+
+
+def test_the_conclusions_carry_what_the_executor_reads():
+    from conformance.casekit.findings import CaseConclusion, CaseHalted, CaseUnsupported, SubjectUnobservable
+    f = Finding(MUST, "no flow arrived")
+    halted = CaseHalted(f)
+    assert str(halted) == "no flow arrived" and halted.finding is f
+    done = CaseConclusion(Verdict.INFORMATIONAL, "seen", observations={"a": 1})
+    assert (str(done), done.verdict, done.reason, done.observations) == ("seen", Verdict.INFORMATIONAL, "seen",
+                                                                         {"a": 1})
+    assert CaseConclusion(Verdict.PASS, "ok").observations == {}
+    unsupported = CaseUnsupported("no alarm hook")
+    assert (str(unsupported), unsupported.verdict, unsupported.reason) == ("no alarm hook", Verdict.UNSUPPORTED,
+                                                                           "no alarm hook")
+    hidden = SubjectUnobservable("no echo", requirement=MAY, observations={"b": 2})
+    assert (str(hidden), hidden.because, hidden.requirement, hidden.observations) == ("no echo", "no echo", MAY,
+                                                                                      {"b": 2})
+    assert SubjectUnobservable("x").observations == {} and SubjectUnobservable("x").requirement is None
+
+
+def test_a_case_keeps_its_declared_title_figure_and_expectation(registry):
+    casespec.case("2.6.7/95", "the title", [MUST], figure="2.43", expectation="flow -> transfer")(_body)
+    spec = registry["2.6.7/95"]
+    assert (spec.title, spec.figure, spec.expectation, spec.requirements) == ("the title", "2.43",
+                                                                              "flow -> transfer", (MUST,))
+    casespec.case("2.6.7/94", "t", [MUST])(_body)
+    assert registry["2.6.7/94"].expectation == "" and registry["2.6.7/94"].figure is None
+
+
+def test_a_record_keeps_the_verdict_as_plain_text():
+    d = CaseResult("2.6.8/1", "t", "2.6.8", "MUST", [MUST], Verdict.PASS, "ok", "ref").to_record()
+    assert type(d["verdict"]) is str and d["verdict"] == "pass"

@@ -102,3 +102,13 @@ def test_room_masks_values_given_outside_the_uint_range():
     assert serial_room(0, 1 << 32, 3) == 3                         # 2^32 is 0
     assert serial_room(5, 3, 2) == 0 and serial_room(5 + (1 << 32), 3, 2) == 0
     assert serial_room(1, 0, 0) == -1 and serial_room(0, -1, 0) == -1
+
+
+def test_uint_range_and_sequence_no_identity():
+    from conformance.wire import in_uint_range
+    assert in_uint_range(0) and in_uint_range(2 ** 32 - 1)
+    assert not in_uint_range(2 ** 32) and not in_uint_range(-1) and not in_uint_range(True)
+    assert SequenceNo(1) != 2 and SequenceNo(1) != "1" and SequenceNo(1) == 1 + 2 ** 32
+    assert hash(SequenceNo(7)) == hash(7) and repr(SequenceNo(2 ** 32 + 3)) == "SequenceNo(3)"
+    with pytest.raises(SerialUndefined, match=r"adding 2147483648 to a serial number is undefined"):
+        serial_add(0, HALF)
