@@ -487,3 +487,60 @@ def test_stand_in_frames_with_the_same_attribute_names_work():
     assert o.observe_all((d, frame(0, b)) for d, b in feed) == []
     assert [v.requirement_id for v in o.observe("in", frame(0, transfer(9, 1)))] == ["2.6.7/no-send-without-credit"]
     assert len(o.violations) == 1
+
+
+# -- queries and lifecycle (each field of the link view; handles and channels freed and reused) --------------
+
+def test_the_link_view_before_and_after_credit():
+    from conformance.model.oracle import LinkView
+    s = receiver_link(INITIAL)
+    assert s.oracle.link(0, 0) == LinkView("r", "in", 0, 3, INITIAL, INITIAL, 0, 0, 0, False, 0, False)
+    s.out(s.our_flow(handle=0, delivery_count=INITIAL, link_credit=3, drain=True))
+    s.inn(s.transfer(3, more=True))
+    view = s.oracle.link(0, 0)
+    assert (view.delivery_limit, view.link_credit, view.drain, view.messages, view.in_delivery) == \
+        ((INITIAL + 3) & 0xFFFFFFFF, 2, True, 1, True)     # a delivery counts at its first frame
+    s.inn(s.transfer(3, first=False))
+    view = s.oracle.link(0, 0)
+    assert (view.delivery_count, view.link_credit, view.messages, view.in_delivery) == \
+        ((INITIAL + 1) & 0xFFFFFFFF, 2, 1, False)
+    s.inn(s.broker_flow(handle=3, delivery_count=(INITIAL + 1) & 0xFFFFFFFF, link_credit=2, available=7))
+    assert s.oracle.link(0, 0).available == 7
+    with pytest.raises(LookupError, match="no attached link with our handle 9 on our channel 0"):
+        s.oracle.link(0, 9)
+    with pytest.raises(LookupError):
+        s.oracle.peer_may_send(0, 0)                 # a receiving link: the broker sends on it
+
+
+def test_a_sender_link_before_any_credit_may_send_nothing():
+    s = sender_link()
+    assert s.oracle.peer_may_send(0, 1) == 0
+    view = s.oracle.link(0, 1)
+    assert (view.sender, view.delivery_count, view.delivery_limit, view.link_credit) == ("out", 0xFFFFFFFE,
+                                                                                          0xFFFFFFFE, 0)
+    s.inn(s.broker_flow(handle=5, delivery_count=0xFFFFFFFE, link_credit=2))
+    assert s.oracle.peer_may_send(0, 1) == 2
+
+
+def test_detach_frees_the_handle_and_end_frees_the_channel():
+    s = receiver_link(INITIAL)
+    s.out(Detach(handle=0, closed=True))
+    with pytest.raises(LookupError):
+        s.oracle.link(0, 0)                          # our handle is free at once
+    s.inn(Detach(handle=3, closed=True))
+    s.out(Attach(name="r2", handle=0, role=True, source=Source(address="q"), target=Target()))
+    s.inn(Attach(name="r2", handle=3, role=False, source=Source(address="q"), target=Target(),
+                 initial_delivery_count=5))
+    assert s.oracle.link(0, 0).name == "r2" and s.oracle.link(0, 0).delivery_count == 5
+    s.out(End())
+    s.inn(End())
+    with pytest.raises(LookupError):
+        s.oracle.session(0)
+
+
+def test_violations_accumulate_over_frames():
+    s = receiver_link(INITIAL)
+    s.out(s.our_flow(handle=0, delivery_count=INITIAL, link_credit=0))
+    s.inn(s.transfer(3))
+    s.inn(s.transfer(3))
+    assert [v.requirement_id for v in s.oracle.violations] == ["2.6.7/no-send-without-credit"] * 2
