@@ -161,6 +161,12 @@ def test_the_checks_see_an_upward_import_and_a_circle():
     assert upward(edges) == [("conformance.wire.serial", "conformance.peer.state")]
     assert ["conformance.peer.state", "conformance.wire.serial"] in [
         [m for m in c if m in ("conformance.peer.state", "conformance.wire.serial")] for c in circles(edges)]
+    edges = graph()                                  # one layer up is up too
+    edges["conformance.wire.serial"] = edges["conformance.wire.serial"] | {"conformance.model.endpoints"}
+    assert upward(edges) == [("conformance.wire.serial", "conformance.model.endpoints")]
+    # the smallest circle, and none where there is none
+    assert circles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert circles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
 
 
 def _dotted(func) -> str | None:
