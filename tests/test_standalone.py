@@ -22,7 +22,7 @@ def _tracked():
         out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60)
         return [ROOT / name for name in out.stdout.decode().split("\0") if name]
     except (OSError, subprocess.CalledProcessError):          # not a git checkout (an unpacked sdist)
-        skip = {".git", ".venv", "__pycache__", "build", "reports", ".hypothesis"}
+        skip = {".git", ".venv", "__pycache__", "build", "reports", ".hypothesis", "mutants"}
         return [p for p in ROOT.rglob("*") if p.is_file() and not skip & set(p.relative_to(ROOT).parts)]
 
 
