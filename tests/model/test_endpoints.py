@@ -127,3 +127,15 @@ def test_session_may_send_is_never_negative_and_unknown_before_begin():
     s.on_send_transfer()
     s.on_send_transfer()
     assert s.remote_incoming_window == -1 and s.may_send() == 0
+
+
+def test_edges_of_receive_attach_and_an_early_flow():
+    rcv = LinkEndpoint.receiver()
+    rcv.on_receiver_flow(5, 3, None)                  # no delivery-count known yet: nothing to compute from
+    assert (rcv.link_credit, rcv.delivery_count) == (0, None)
+    rcv.on_sender_attach(5 + 2 ** 32)
+    assert (rcv.initial_delivery_count, rcv.delivery_count) == (5, 5)
+    rcv.set_credit(4)
+    rcv.available = 3
+    rcv.on_receive()
+    assert rcv.available == 2

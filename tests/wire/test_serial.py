@@ -109,6 +109,7 @@ def test_uint_range_and_sequence_no_identity():
     assert in_uint_range(0) and in_uint_range(2 ** 32 - 1)
     assert not in_uint_range(2 ** 32) and not in_uint_range(-1) and not in_uint_range(True)
     assert SequenceNo(1) != 2 and SequenceNo(1) != "1" and SequenceNo(1) == 1 + 2 ** 32
+    assert not SequenceNo(1).__eq__(2) and not SequenceNo(1).__eq__("1")
     assert hash(SequenceNo(7)) == hash(7) and repr(SequenceNo(2 ** 32 + 3)) == "SequenceNo(3)"
     with pytest.raises(SerialUndefined, match=r"adding 2147483648 to a serial number is undefined"):
         serial_add(0, HALF)
