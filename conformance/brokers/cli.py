@@ -21,7 +21,8 @@ from .managed import NodeRecord, logs_dir, pid_alive, progress
 def register(sub) -> None:
     p = sub.add_parser("brokers", help="list, provision, start, stop managed brokers")
     p.add_argument("action", choices=["list", "up", "down", "status", "provision"])
-    p.add_argument("names", nargs="*", help="managed broker names (default for up: qpid-proton-c; provision: all)")
+    p.add_argument("names", nargs="*", help="managed broker names (default for up: qpid-proton-c; provision: all); "
+                   "down also takes node names (as `up` and `status` print them) to stop only those nodes")
     p.add_argument("--all", action="store_true", help="every managed broker")
     p.add_argument("--tested", action="store_true", help="the managed brokers the suite's own tests use")
     p.add_argument("--series", default=None, metavar="NAME",
@@ -37,8 +38,10 @@ def cmd_brokers(args) -> int:
         names += list(TESTED)
     if getattr(args, "series", None):
         names += series(args.series)                 # UsageError for an unknown series
+    nodes = {r.name for r in NodeRecord.load_all()} if args.action == "down" else set()
     for n in names:
-        resolve(n)                                   # UsageError (with a suggestion) for an unknown name
+        if n not in nodes:
+            resolve(n)                               # UsageError (with a suggestion) for an unknown name
     port = getattr(args, "port", None)
     if port is not None and not (0 < port < 65536):
         raise UsageError(f"--port {port} is not a TCP port; use 1-65535")
@@ -97,7 +100,8 @@ def _up(names: list[str], port: int | None) -> int:
         node.save()
         account = " (user guest, RabbitMQ's default account)" if handle.address.user else ""
         print(f"{name}: {handle.redacted_url}{account}  {handle.product} {handle.version}, ready in "
-              f"{node.extra.get('ready_seconds')} s; stop with `amqp-conformance brokers down {name}`")
+              f"{node.extra.get('ready_seconds')} s; node {node.name}: stop it with "
+              f"`amqp-conformance brokers down {node.name}` (or every {name} node: `brokers down {name}`)")
     return 0
 
 
@@ -113,16 +117,17 @@ def _status() -> int:
         print("no managed broker is running")
     for r in records:
         alive = "running" if pid_alive(r.pid) else "dead"
-        print(f"{r.kind:<15} {alive:<8} {_redacted(r.url):<36} up {time.time() - r.started_at:>6.0f} s  "
+        print(f"{r.kind:<15} {r.name:<14} {alive:<8} {_redacted(r.url):<36} up {time.time() - r.started_at:>6.0f} s  "
               f"owner: {_owner(r)}")
     print(f"logs of stopped nodes: {logs_dir()}")
     return 0
 
 
-def _down(kinds: list[str]) -> int:
+def _down(names: list[str]) -> int:
+    """Stop the nodes of these kinds or with these node names (all without names), never one a live run owns."""
     stopped, kept = 0, 0
     for r in NodeRecord.load_all():
-        if kinds and r.kind not in kinds:
+        if names and r.kind not in names and r.name not in names:
             continue
         if r.owner_pid and pid_alive(r.owner_pid):
             kept += 1

@@ -630,6 +630,15 @@ class ReceiverScript(LinkScript):
         except (ExpectationTimeout, ConnectionLost):
             return None
 
+    def arrived_flow(self) -> Flow | None:
+        """The broker's flow for this link after our last flow if it has arrived, else None, without waiting
+        (after a barrier round trip, whatever the broker sent in answer is here): an optional answer."""
+        try:
+            return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
+                                    after=self._mark, timeout=0, unless=self._gone).body
+        except (ExpectationTimeout, ConnectionLost):
+            return None
+
     def _answer(self, *, after: int | None = None, **matchers):
         """The broker's flow for this link after our last flow (or `after`): at once if here, else after a
         barrier through the queue and the absence window (the frame timeout only for a broker that answers

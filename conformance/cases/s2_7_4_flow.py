@@ -5,6 +5,7 @@ from ..casekit import REFUSALS, case
 
 @case("2.7.4/1", "Echo on a link flow: the broker answers with its link state, without echo",
       ["2.7.4/echo", "2.7.4/echo-no-loop", "2.7.4/sender-delivery-count-set", "2.6.7/credit-decrease-on-send"],
+      subject=["2.7.4/echo", "2.7.4/sender-delivery-count-set"],
       expectation="credit 5, 2 queued -> 2 transfers; flow(echo=true) -> flow(handle, delivery-count = start + 2, "
                   "link-credit = 3, available) with echo not set")
 def echo_on_link(ctx):
@@ -29,6 +30,7 @@ def echo_on_link(ctx):
 
 @case("2.7.4/2", "Echo on a session-only flow: session state echoed, no link fields without a handle",
       ["2.7.4/echo", "2.7.4/echo-session", "2.7.4/link-fields-need-handle", "2.7.4/echo-no-loop"],
+      subject=["2.7.4/echo", "2.7.4/link-fields-need-handle"],
       expectation="flow(echo=true) without handle -> a flow with session fields; if it has no handle it carries "
                   "no delivery-count, link-credit, available, drain or properties")
 def echo_on_session(ctx):
@@ -60,11 +62,12 @@ def flow_unattached_handle(ctx):
 
 
 @case("2.7.4/4", "A receiver's flow omitting delivery-count before the sender's attach is accepted",
-      ["2.7.4/receiver-delivery-count", "2.6.7/unknown-delivery-count"],
+      ["2.7.4/receiver-delivery-count", "2.6.7/unknown-delivery-count"], subject=["2.6.7/unknown-delivery-count"],
       expectation="attach receiver and send flow(link-credit=1) without delivery-count in the same write, before "
                   "the broker's attach -> the broker attaches and sends one transfer")
 def flow_before_sender_attach(ctx):
-    """Before the receiving endpoint has seen the sender's attach, delivery-count MUST NOT be set."""
+    """Before the receiving endpoint has seen the sender's attach, delivery-count MUST NOT be set (our side
+    keeps that); the broker, the sender, must then assume its own initial delivery-count (its subject)."""
     queue = ctx.queue(preload=2)
     session = ctx.session()
     link = session.attach_receiver(queue, pipelined_flow={"link_credit": 1})

@@ -78,6 +78,9 @@ FAULTS: tuple[Fault, ...] = (
     # -- the reference broker only ------------------------------------------------------------------------
     _p("drain-without-advance", "2.6.7/drain-advance",
        "drain answered, but the delivery-count not advanced by the unused credit", drain_without_advance=True),
+    _p("drain-overshoot", "2.6.7/drain-advance",
+       "drain answered with the delivery-count advanced one past the delivery-limit (also at link-credit 0)",
+       drain_overshoot=True),
     _p("echo-with-echo", "2.7.4/echo-no-loop", "echo answered with echo=true", echo_with_echo=True),
     _p("stale-count-as-credit", "2.6.7/credit-formula",
        "the receiver's delivery-count ignored: link-credit taken as the credit left", stale_count_as_credit=True),

@@ -11,8 +11,8 @@ peer and the broker each see a valid conversation.
 
 `FAULTS` maps the fault names (`--fault NAME`) to their classes; the names, the requirement each breaks and
 its one-line summary are entries of the one fault catalogue (`conformance.catalogue.faults`), which the
-reference broker's faults come from too. Where a requirement is quoted, see
-`/work/shared/spec` for the spec text (2.5.6, 2.6.7, 2.7.4).
+reference broker's faults come from too. Where a requirement is quoted, the spec text (2.5.6, 2.6.7, 2.7.4)
+is in the repository's `spec/core-flow-control.md`.
 """
 
 from __future__ import annotations

@@ -53,6 +53,7 @@ class Faults:
     cumulative_credit: bool = False       # 2.6.7/credit-formula: link-credit added instead of set
     ignore_drain: bool = False            # 2.6.7/drain-advance: drain flag ignored
     drain_without_advance: bool = False   # 2.6.7/drain-advance: drain answered but delivery-count not advanced
+    drain_overshoot: bool = False         # 2.6.7/drain-advance: drain advances delivery-count one past the limit
     ignore_echo: bool = False             # 2.7.4/echo: echo requests never answered
     echo_with_echo: bool = False          # 2.7.4/echo-no-loop: echo answered with echo=true
     delivery_count_offset: int = 0        # 2.7.4/sender-delivery-count-set: flows carry a shifted delivery-count
@@ -545,6 +546,8 @@ class BrokerConnection:
         if b.link_credit > 0 and not self.faults.drain_without_advance:
             b.delivery_count = serial_add(b.delivery_count, b.link_credit)
             b.link_credit = 0
+        if self.faults.drain_overshoot:               # one more than "until link-credit is zero"
+            b.delivery_count = serial_add(b.delivery_count, 1)
         with self._late_if_configured():
             self._send_link_state(s, link)
         return True

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from conformance import catalogue
 from conformance.cases import load_all
 from conformance.peer import frames_after_the_end
 from conformance.runner import RunOptions, run_case  # the executor, conformance.casekit.executor
@@ -32,7 +33,7 @@ FAILING = {
     "2.5.6/5": (Faults(extra_transfers=1), "fail", NO_CREDIT),
     "2.5.6/6": (Faults(extra_transfers=1), "fail", NO_CREDIT),
     "2.6.7/1": (Faults(ignore_drain=True), "fail", "2.6.7/drain-advance"),
-    "2.6.7/2": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.6.7/2": (Faults(drain_overshoot=True), "fail", "2.6.7/drain-advance"),
     "2.6.7/3": (Faults(cumulative_credit=True), "fail", "2.6.7/credit-formula"),
     "2.6.7/4": (Faults(cumulative_credit=True), "fail", "2.6.7/credit-formula"),
     "2.6.7/5": (Faults(stale_count_as_credit=True), "fail", "2.6.7/credit-formula"),
@@ -43,13 +44,13 @@ FAILING = {
     "2.6.7/10": (Faults(receiver_delivery_count_offset=1), "fail", "2.7.4/receiver-delivery-count"),
     "2.6.7/11": (Faults(receiver_delivery_count_offset=1), "fail", "2.7.4/receiver-delivery-count"),
     "2.6.7/12": (Faults(drop_on_excess=True), "fail", "2.6.5/link-error-detach"),
-    "2.6.7/13": (Faults(echo_with_echo=True), "non-strict", "2.7.4/echo-no-loop"),
+    "2.6.7/13": (Faults(ignore_echo=True), "non-strict", "2.7.4/echo"),
     "2.6.7/14": (Faults(extra_transfers=1), "fail", NO_CREDIT),
     "2.6.8/1": (Faults(extra_transfers=1), "fail", NO_CREDIT),
     "2.6.8/2": (Faults(drain_without_advance=True), "fail", "2.6.7/drain-advance"),
     "2.6.8/3": (Faults(drain_leaves_credit=True), "fail", "2.6.7/drain-advance"),
     "2.6.9/1": (Faults(extra_transfers=1), "fail", NO_CREDIT),
-    "2.6.10/1": (Faults(extra_transfers=1), "fail", NO_CREDIT),
+    "2.6.10/1": (Faults(drop_resume=True), "informational", "2.6.10/stopping-a-link"),   # a MAY
     "2.7.2/1": (Faults(ignore_handle_max=True), "fail", "2.7.2/handle-max"),
     "2.7.3/1": (Faults(omit_initial_delivery_count=True), "fail", "2.7.3/initial-delivery-count-sender"),
     "2.7.4/1": (Faults(delivery_count_offset=1), "fail", "2.7.4/sender-delivery-count-set"),
@@ -61,6 +62,14 @@ FAILING = {
 }
 
 CASES = load_all()
+
+# Cases whose fault cannot be one their own steps notice (so the deciding finding is the model's), with why.
+# Another branch reworks the alarm cases (2.5.6/4-6 and 2.6.7/14): their faults are left to it.
+MODEL_DECIDES = {
+    "2.5.6/4": "alarm case: its throttling is informative; reworked in the alarm/queue-limit branch",
+    "2.5.6/5": "alarm case: its throttling is informative; reworked in the alarm/queue-limit branch",
+    "2.6.7/8": "records available and judges nothing of its own (the spec leaves available to the sender)",
+}
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +106,22 @@ def test_case_fails_against_a_broker_breaking_its_requirement(case_id):
     assert result.reason and result.expected is not None
     assert [line for doc in result.transcripts for line in frames_after_the_end(doc)] == [], \
         "our peer sent frames after the broker's close or end"
+    # the fault breaks the case's own subject, not a generic rule: where the subject has a MUST or SHOULD,
+    # the deciding finding is on the subject; otherwise the case's own steps record it (not only the model)
+    spec, deciding = CASES[case_id], result.findings[0]
+    assert deciding["requirement"] == result.violated
+    if any(catalogue.get(r).level in ("MUST", "SHOULD") for r in spec.subject):
+        assert result.violated in spec.subject, f"{case_id}: the fault trips {result.violated}, not its subject " \
+            f"{list(spec.subject)}"
+    elif case_id not in MODEL_DECIDES:
+        assert deciding["source"] == "case" and result.violated in spec.requirements, \
+            f"{case_id}: decided by the {deciding['source']} on {result.violated}, not by the case's own steps"
+
+
+def test_the_cases_left_to_the_model_are_still_so():
+    """MODEL_DECIDES lists only cases whose subject is informative or a MAY."""
+    for case_id in MODEL_DECIDES:
+        assert all(catalogue.get(r).level not in ("MUST", "SHOULD") for r in CASES[case_id].subject), case_id
 
 
 # -- the drain rule: a drained flow is owed only when credit is left after the sender sent what it had ----------

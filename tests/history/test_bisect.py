@@ -5,6 +5,7 @@ introduced at a known point (reference brokers started by command), using the hi
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -99,7 +100,11 @@ def test_bisect_skips_a_build_that_does_not_start(tmp_path, capsys):
     assert main(["bisect", CASE, "--builds", str(builds), "--reports-dir", str(tmp_path / "r")]) == 0
     out = capsys.readouterr().out
     assert "first failing build: ref-1.4" in out
-    assert "ref-1.3" not in out or "skip" in out
+    # ref-1.3 sits between the last good and the first bad build: it is tried, listed as skipped (not started,
+    # its command failing), and the change is reported with the untested build named, never as its verdict
+    assert re.search(r"^ +3\. ref-1\.3 +skip +error \(not started\): the build could not be tested: build ref-1\.3: "
+                     r"its command exited with 2", out, re.M), out
+    assert "changes between ref-1.2 and ref-1.4: pass -> fail (regression); builds 3..3 could not be tested" in out
 
 
 def test_bisect_bad_input(tmp_path, capsys):

@@ -146,9 +146,15 @@ def test_report_command_writes_three_files(spark, reports, tmp_path, capsys, mon
     assert "ref-a@1.1" in (reports / "report" / "report.md").read_text()
     validate_model(json.loads((reports / "report" / "report.json").read_text()))
     assert "## " in summary.read_text()
-    # a second report ingests nothing new
+    # a second report ingests nothing new: no batch written, no run counted twice
+    batches = sorted(p.name for p in (reports / "history" / "batches").iterdir())
+    records = json.loads((reports / "report" / "report.json").read_text())["history"]
+    assert len(batches) == 1
     assert main(["report", "--reports-dir", str(reports)]) == 0
-    assert "added 0" not in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "ingesting" not in out and "added" not in out, out
+    assert sorted(p.name for p in (reports / "history" / "batches").iterdir()) == batches
+    assert json.loads((reports / "report" / "report.json").read_text())["history"] == records
 
 
 def test_report_on_a_corrupted_run_is_one_line_and_exit_12(spark, reports, capsys):

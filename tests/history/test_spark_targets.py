@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,10 +20,19 @@ SPARK_HOME = Path(pyspark.__file__).parent
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def port_from_log(log: Path, process: subprocess.Popen, service: str, what: str, timeout: float = 90.0) -> int:
+    """The port a server started on port 0 reports it took (Spark's "Successfully started service 'X' on port
+    N"): no port chosen in advance, so none another process can take in between."""
+    pattern = re.compile(rf"Successfully started service '{re.escape(service)}' on port (\d+)")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = pattern.search(log.read_text(errors="replace")) if log.exists() else None
+        if found:
+            return int(found.group(1))
+        if process.poll() is not None:
+            pytest.fail(f"{what} exited with {process.returncode}")
+        time.sleep(0.2)  # bounded-wait-ok: polling a starting server's log with a deadline
+    pytest.fail(f"{what} reported no port within {timeout:.0f} s (see {log})")
 
 
 def wait_for_port(port: int, process: subprocess.Popen, what: str, timeout: float = 90.0) -> None:
@@ -72,15 +82,15 @@ def reports(reference_reports, tmp_path):
 
 
 def test_report_on_a_standalone_spark_master(reports, tmp_path):
-    port = free_port()
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    master = start([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
-                    str(port), "--webui-port", str(free_port())], tmp_path, "master")
+    master = start([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0",
+                    "--webui-port", "0"], tmp_path, "master")
     worker = None
     try:
+        port = port_from_log(tmp_path / "master.log", master, "sparkMaster", "the Spark master")
         wait_for_port(port, master, "the Spark master")
         worker = start([spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}",
-                        "--cores", "2", "--memory", "1g", "--webui-port", str(free_port())], tmp_path, "worker")
+                        "--cores", "2", "--memory", "1g", "--webui-port", "0"], tmp_path, "worker")
         done = report(reports, "--spark-master", f"spark://127.0.0.1:{port}")
         assert done.returncode == 0, done.stderr[-2000:]
         assert f"starting Spark (spark://127.0.0.1:{port})" in done.stdout
@@ -91,12 +101,13 @@ def test_report_on_a_standalone_spark_master(reports, tmp_path):
 
 
 def test_report_on_a_spark_connect_server(reports, tmp_path):
-    port = free_port()
     server = start([str(SPARK_HOME / "bin" / "spark-submit"), "--class",
                     "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", "local[2]",
-                    "--conf", f"spark.connect.grpc.binding.port={port}", "--conf", "spark.ui.enabled=false",
+                    "--conf", "spark.connect.grpc.binding.port=0", "--conf", "spark.ui.enabled=false",
                     "--conf", "spark.sql.session.timeZone=UTC"], tmp_path, "connect")
     try:
+        port = port_from_log(tmp_path / "connect.log", server,
+                             "org.apache.spark.sql.connect.service.SparkConnectService", "the Spark Connect server")
         wait_for_port(port, server, "the Spark Connect server")
         done = report(reports, "--spark-remote", f"sc://127.0.0.1:{port}")
         assert done.returncode == 0, done.stderr[-2000:]
@@ -108,6 +119,8 @@ def test_report_on_a_spark_connect_server(reports, tmp_path):
 
 
 def test_unreachable_spark_connect_server_is_exit_13(reports):
-    done = report(reports, "--spark-remote", f"sc://127.0.0.1:{free_port()}")
+    with socket.socket() as held:                 # bound, never listening: refused, and no one else can take it
+        held.bind(("127.0.0.1", 0))
+        done = report(reports, "--spark-remote", f"sc://127.0.0.1:{held.getsockname()[1]}")
     assert done.returncode == 13 and "cannot reach the Spark Connect server" in done.stderr
     assert "Traceback" not in done.stderr

@@ -81,3 +81,61 @@ def test_credit_left_uses_serial_distance():
     assert credit_left(0xFFFFFFFE, 5, 2) == 1
     assert credit_left(5, 0, 3) == 2                  # a receiver behind the sender's count
     assert credit_left(3, 0, 5) == -2
+
+
+def test_roles_counts_and_available_floor():
+    snd, rcv = LinkEndpoint.sender(2 ** 32 + 5), LinkEndpoint.receiver()
+    assert (snd.is_sender, snd.delivery_count, snd.initial_delivery_count) == (True, 5, 5)
+    assert rcv.is_sender is False and rcv.delivery_count is None
+    snd.set_credit(3)
+    assert snd.drain is False
+    snd.set_credit(3, drain=True)
+    assert snd.drain is True
+    snd.available = 2
+    for left in (1, 0, 0):
+        snd.on_send()
+        assert snd.available == left
+    assert snd.messages == 3 and snd.link_credit == 0 and snd.delivery_count == 8
+    rcv.on_sender_attach(0xFFFFFFFF)
+    assert rcv.initial_delivery_count == 0xFFFFFFFF and rcv.delivery_count == 0xFFFFFFFF
+    rcv.set_credit(5)
+    rcv.available = 1
+    rcv.on_receive()
+    rcv.on_receive()
+    assert (rcv.available, rcv.messages, rcv.delivery_count, rcv.link_credit) == (0, 2, 1, 3)
+
+
+def test_drain_exhausted_consumes_exactly_the_credit():
+    snd = LinkEndpoint.sender(0xFFFFFFFE)
+    snd.set_credit(1, drain=True)
+    snd.on_drain_exhausted()
+    assert (snd.delivery_count, snd.link_credit) == (0xFFFFFFFF, 0)
+    snd.on_drain_exhausted()                          # nothing left: unchanged
+    assert (snd.delivery_count, snd.link_credit) == (0xFFFFFFFF, 0)
+    big = LinkEndpoint.sender(0)
+    big.set_credit(2 ** 32 - 1, drain=True)           # more than one serial step: split below 2^31
+    big.on_drain_exhausted()
+    assert (big.delivery_count, big.link_credit) == (2 ** 32 - 1, 0)
+    assert big.delivery_count == (2 ** 31 - 1 + 2 ** 31 - 1 + 1)
+
+
+def test_session_may_send_is_never_negative_and_unknown_before_begin():
+    s = SessionEndpoint.begin(0, 10, 10)
+    assert s.may_send() is None
+    s.on_remote_begin(0, 1, 10)
+    assert s.may_send() == 1
+    s.on_send_transfer()
+    s.on_send_transfer()
+    assert s.remote_incoming_window == -1 and s.may_send() == 0
+
+
+def test_edges_of_receive_attach_and_an_early_flow():
+    rcv = LinkEndpoint.receiver()
+    rcv.on_receiver_flow(5, 3, None)                  # no delivery-count known yet: nothing to compute from
+    assert (rcv.link_credit, rcv.delivery_count) == (0, None)
+    rcv.on_sender_attach(5 + 2 ** 32)
+    assert (rcv.initial_delivery_count, rcv.delivery_count) == (5, 5)
+    rcv.set_credit(4)
+    rcv.available = 3
+    rcv.on_receive()
+    assert rcv.available == 2

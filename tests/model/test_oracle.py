@@ -1,6 +1,7 @@
 """The oracle's rules, one test per sentence it can report, plus the in-flight rule, channel/handle mapping,
 queries and bad arguments. Sequence numbers start near 2^32 so most tests also cross the wrap."""
 
+import ast
 import dataclasses
 import tomllib
 from pathlib import Path
@@ -13,12 +14,17 @@ from conformance.model.oracle import LINK_ONLY_FIELDS
 from conformance.wire import Attach, Begin, Detach, End, Flow, Frame, Source, Target, Transfer
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "conformance" / "catalogue" / "requirements.toml"
+ORACLE = Path(__file__).resolve().parents[2] / "conformance" / "model" / "oracle.py"
 INITIAL = 0xFFFFFFFB       # RabbitMQ 4's initial delivery-count
 
 
 def test_every_id_the_oracle_can_emit_is_in_the_catalogue_with_its_verbatim_sentence():
     rows = {r["id"]: r for r in tomllib.loads(CATALOGUE.read_text("utf-8"))["requirement"]}
-    assert emitted_requirement_ids() == set(RULES.values())
+    assert emitted_requirement_ids() == {
+        "2.6.7/no-send-without-credit", "2.5.6/remote-incoming-window-decrement", "2.7.4/sender-delivery-count-set",
+        "2.6.7/credit-decrease-on-send", "2.6.7/credit-formula", "2.6.7/drain-advance",
+        "2.7.4/link-fields-need-handle", "2.7.4/echo-no-loop", "2.7.4/next-incoming-id-set",
+        "2.7.4/receiver-delivery-count", "2.7.3/initial-delivery-count-sender", "2.7.5/delivery-id-first"}
     assert emitted_requirement_ids() <= set(rows)
     s = receiver_link(INITIAL)
     s.out(s.our_flow(handle=0, delivery_count=INITIAL, link_credit=1))
@@ -29,6 +35,28 @@ def test_every_id_the_oracle_can_emit_is_in_the_catalogue_with_its_verbatim_sent
     assert v.frame_index == 6 and v.direction == "in"
     with pytest.raises(dataclasses.FrozenInstanceError):
         v.detail = "x"
+
+
+def _flagged_rules() -> set[str]:
+    """The rule names oracle.py passes to `_flag` (a literal, or a name bound to literals in the function)."""
+    found = set()
+    for func in ast.walk(ast.parse(ORACLE.read_text("utf-8"))):
+        if not isinstance(func, ast.FunctionDef) or ("__mutmut_" in func.name and "__mutmut_orig" not in func.name):
+            continue                                 # (under `./dev mutate`, the mutants' copies are not the code)
+        bound = {t.id: n.value for n in ast.walk(func) if isinstance(n, ast.Assign) for t in n.targets
+                 if isinstance(t, ast.Name)}
+        for call in ast.walk(func):
+            if isinstance(call, ast.Call) and getattr(call.func, "attr", None) == "_flag":
+                rule = call.args[1]
+                rule = bound.get(rule.id, rule) if isinstance(rule, ast.Name) else rule
+                found |= {c.value for c in ast.walk(rule) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return found
+
+
+def test_every_rule_is_reported_somewhere_and_only_known_rules_are():
+    """RULES (what emitted_requirement_ids answers) names exactly the rules the oracle's code can flag: a rule
+    whose check was removed, or a check flagging a rule RULES lacks, fails here."""
+    assert _flagged_rules() == set(RULES)
 
 
 # -- link credit (2.6.7) ----------------------------------------------------------------------------------
@@ -127,6 +155,20 @@ def test_advancing_delivery_count_past_every_limit_is_flagged():
     assert s.ids(s.broker_flow(handle=3, delivery_count=(INITIAL + 3) & 0xFFFFFFFF, link_credit=0)) == \
         ["2.6.7/credit-formula"]
 
+
+
+def test_a_sender_flow_one_short_of_the_delivery_limit_is_flagged():
+    """link-credit 0 while the delivery-count is exactly one below the limit (the boundary of the rule)."""
+    for sent, flagged in ((1, ["2.6.7/credit-formula"]), (2, [])):
+        s = receiver_link(INITIAL)
+        s.out(s.our_flow(handle=0, delivery_count=INITIAL, link_credit=2))
+        for _ in range(sent):
+            s.inn(s.transfer(3))                     # the first transfer proves the broker saw our grant
+        assert s.ids(s.broker_flow(handle=3, delivery_count=(INITIAL + sent) & 0xFFFFFFFF, link_credit=0)) \
+            == flagged, sent
+    s = _drained()                                   # limit INITIAL + 5, two sent: a drain answer one short
+    assert s.ids(s.broker_flow(handle=3, delivery_count=(INITIAL + 4) & 0xFFFFFFFF, link_credit=0, drain=True)) \
+        == ["2.6.7/drain-advance"]
 
 # -- drain ------------------------------------------------------------------------------------------------
 
@@ -445,3 +487,60 @@ def test_stand_in_frames_with_the_same_attribute_names_work():
     assert o.observe_all((d, frame(0, b)) for d, b in feed) == []
     assert [v.requirement_id for v in o.observe("in", frame(0, transfer(9, 1)))] == ["2.6.7/no-send-without-credit"]
     assert len(o.violations) == 1
+
+
+# -- queries and lifecycle (each field of the link view; handles and channels freed and reused) --------------
+
+def test_the_link_view_before_and_after_credit():
+    from conformance.model.oracle import LinkView
+    s = receiver_link(INITIAL)
+    assert s.oracle.link(0, 0) == LinkView("r", "in", 0, 3, INITIAL, INITIAL, 0, 0, 0, False, 0, False)
+    s.out(s.our_flow(handle=0, delivery_count=INITIAL, link_credit=3, drain=True))
+    s.inn(s.transfer(3, more=True))
+    view = s.oracle.link(0, 0)
+    assert (view.delivery_limit, view.link_credit, view.drain, view.messages, view.in_delivery) == \
+        ((INITIAL + 3) & 0xFFFFFFFF, 2, True, 1, True)     # a delivery counts at its first frame
+    s.inn(s.transfer(3, first=False))
+    view = s.oracle.link(0, 0)
+    assert (view.delivery_count, view.link_credit, view.messages, view.in_delivery) == \
+        ((INITIAL + 1) & 0xFFFFFFFF, 2, 1, False)
+    s.inn(s.broker_flow(handle=3, delivery_count=(INITIAL + 1) & 0xFFFFFFFF, link_credit=2, available=7))
+    assert s.oracle.link(0, 0).available == 7
+    with pytest.raises(LookupError, match="no attached link with our handle 9 on our channel 0"):
+        s.oracle.link(0, 9)
+    with pytest.raises(LookupError):
+        s.oracle.peer_may_send(0, 0)                 # a receiving link: the broker sends on it
+
+
+def test_a_sender_link_before_any_credit_may_send_nothing():
+    s = sender_link()
+    assert s.oracle.peer_may_send(0, 1) == 0
+    view = s.oracle.link(0, 1)
+    assert (view.sender, view.delivery_count, view.delivery_limit, view.link_credit) == ("out", 0xFFFFFFFE,
+                                                                                          0xFFFFFFFE, 0)
+    s.inn(s.broker_flow(handle=5, delivery_count=0xFFFFFFFE, link_credit=2))
+    assert s.oracle.peer_may_send(0, 1) == 2
+
+
+def test_detach_frees_the_handle_and_end_frees_the_channel():
+    s = receiver_link(INITIAL)
+    s.out(Detach(handle=0, closed=True))
+    with pytest.raises(LookupError):
+        s.oracle.link(0, 0)                          # our handle is free at once
+    s.inn(Detach(handle=3, closed=True))
+    s.out(Attach(name="r2", handle=0, role=True, source=Source(address="q"), target=Target()))
+    s.inn(Attach(name="r2", handle=3, role=False, source=Source(address="q"), target=Target(),
+                 initial_delivery_count=5))
+    assert s.oracle.link(0, 0).name == "r2" and s.oracle.link(0, 0).delivery_count == 5
+    s.out(End())
+    s.inn(End())
+    with pytest.raises(LookupError):
+        s.oracle.session(0)
+
+
+def test_violations_accumulate_over_frames():
+    s = receiver_link(INITIAL)
+    s.out(s.our_flow(handle=0, delivery_count=INITIAL, link_credit=0))
+    s.inn(s.transfer(3))
+    s.inn(s.transfer(3))
+    assert [v.requirement_id for v in s.oracle.violations] == ["2.6.7/no-send-without-credit"] * 2

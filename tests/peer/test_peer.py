@@ -3,6 +3,7 @@ malformed input, URL handling and redaction of secrets."""
 
 import json
 import threading
+import time
 
 import pytest
 
@@ -87,7 +88,8 @@ def test_timeout_lists_what_arrived_and_quiet_period_catches_frames():
             peer.expect_nothing(Flow, quiet=0.5)
         assert info.value.frame.body.incoming_window == 5
         assert peer.expect_nothing(Transfer, quiet=0.1) is not None
-    thread.join(2)
+    thread.join(5)
+    assert not thread.is_alive() and not errors, errors
 
 
 def test_heartbeats_are_sent_when_the_broker_asks_and_recorded():
@@ -95,16 +97,22 @@ def test_heartbeats_are_sent_when_the_broker_asks_and_recorded():
 
     def broker(peer):
         server_handshake(peer, idle_time_out=200)
-        done.wait(2)
+        assert done.wait(15), "the test never finished"
+        received = [e for e in peer.transcript.snapshot() if e.direction == "in" and e.name == "empty"]
+        assert len(received) >= 2, received                   # the scripted broker got the heartbeats
 
-    server, thread, _ = run_server(broker)
+    server, thread, errors = run_server(broker)
     with Peer.connect(server.url, timeouts=FAST) as peer:
         peer.handshake(sasl="ANONYMOUS")
-        with pytest.raises(ExpectationTimeout):
-            peer.expect(Close, timeout=0.45)          # meanwhile, the heartbeat thread works
+        deadline = time.monotonic() + 10                      # until two beats went out, bounded
+        while len([e for e in peer.transcript.snapshot() if e.auto]) < 2 and time.monotonic() < deadline:
+            with pytest.raises(ExpectationTimeout):
+                peer.expect(Close, timeout=0.1)               # meanwhile, the heartbeat thread works
         beats = [e for e in peer.transcript.snapshot() if e.auto]
         assert len(beats) >= 2 and all(e.raw == b"\x00\x00\x00\x08\x02\x00\x00\x00" for e in beats)
         done.set()
+        thread.join(5)
+    assert not thread.is_alive() and not errors, errors
 
 
 def test_malformed_input_from_the_broker_is_a_typed_error_with_offset():
@@ -112,12 +120,14 @@ def test_malformed_input_from_the_broker_is_a_typed_error_with_offset():
         server_handshake(peer)
         peer.send_raw(b"\x00\x00\x00\x10\x02\x00\x00\x00\x00\x53\x10\xc0\xff\x01\x02\x03")
 
-    server, thread, _ = run_server(broker)
+    server, thread, errors = run_server(broker)
     with Peer.connect(server.url, timeouts=FAST) as peer:
         peer.handshake(sasl="ANONYMOUS")
         with pytest.raises(MalformedInput) as info:
             peer.expect(Begin)
         assert info.value.error.offset > 0 and info.value.exit_code == 11
+    thread.join(5)
+    assert not thread.is_alive() and not errors, errors
 
 
 def test_plain_credentials_never_reach_the_transcript():

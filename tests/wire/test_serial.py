@@ -76,3 +76,40 @@ def test_rfc_1982_definition_of_less_than(a, n):
     b = (a + n) % (1 << 32)
     expected = (a < b and b - a < HALF) or (a > b and a - b > HALF)
     assert serial_lt(a, b) == expected is True
+
+
+# -- serial_room: what a window or a credit leaves (2.5.6, 2.6.7) --------------------------------------------
+
+def test_room_is_the_signed_distance_plus_the_count_across_the_wrap():
+    from conformance.wire import serial_room
+    assert serial_room(0xFFFFFFFE, 0xFFFFFFFE, 5) == 5             # nothing sent yet
+    assert serial_room(1, 0xFFFFFFFE, 5) == 2                      # 3 sent across the wrap
+    assert serial_room(0xFFFFFFFE, 1, 5) == 8                      # base ahead of a, across the wrap
+    assert serial_room(4, 0xFFFFFFFE, 5) == -1                     # one beyond the limit
+    assert serial_room(0, 0, 0xFFFFFFFF) == 0xFFFFFFFF             # a uint count, not a serial addend
+
+
+def test_room_at_exactly_half_counts_as_behind_and_never_raises():
+    from conformance.wire import serial_room
+    assert serial_room(0, HALF, 0) == -HALF                        # 2^31 apart: behind (its documented rule)
+    assert serial_room(HALF, 0, 10) == 10 - HALF
+    assert serial_room(0, HALF - 1, 0) == HALF - 1                 # one short of half: ahead
+    assert serial_room(0, HALF + 1, 0) == -(HALF - 1)
+
+
+def test_room_masks_values_given_outside_the_uint_range():
+    from conformance.wire import serial_room
+    assert serial_room(0, 1 << 32, 3) == 3                         # 2^32 is 0
+    assert serial_room(5, 3, 2) == 0 and serial_room(5 + (1 << 32), 3, 2) == 0
+    assert serial_room(1, 0, 0) == -1 and serial_room(0, -1, 0) == -1
+
+
+def test_uint_range_and_sequence_no_identity():
+    from conformance.wire import in_uint_range
+    assert in_uint_range(0) and in_uint_range(2 ** 32 - 1)
+    assert not in_uint_range(2 ** 32) and not in_uint_range(-1) and not in_uint_range(True)
+    assert SequenceNo(1) != 2 and SequenceNo(1) != "1" and SequenceNo(1) == 1 + 2 ** 32
+    assert not SequenceNo(1).__eq__(2) and not SequenceNo(1).__eq__("1")
+    assert hash(SequenceNo(7)) == hash(7) and repr(SequenceNo(2 ** 32 + 3)) == "SequenceNo(3)"
+    with pytest.raises(SerialUndefined, match=r"adding 2147483648 to a serial number is undefined"):
+        serial_add(0, HALF)

@@ -1,4 +1,4 @@
-"""The codec's tables agree with the AMQP type definitions (the XML of /work/shared/spec/xml): every format
+"""The codec's tables agree with the AMQP type definitions (the OASIS XML kept in the repository's spec/xml): every format
 code and its width, every list-based composite (descriptor, field names, types, mandatory, multiple,
 requires, default) and every restricted type's wire type."""
 
@@ -11,13 +11,14 @@ from conformance.wire import COMPOSITES, Composite, ValueSection, decode_value
 from conformance.wire.performatives import RESTRICTED_TYPES, wire_type
 from conformance.wire.types import FORMAT_CODES
 
-SPEC_XML = Path("/work/shared/spec/xml")
+SPEC_XML = Path(__file__).resolve().parents[2] / "spec" / "xml"
 
 
 def _types():
-    if not SPEC_XML.is_dir():
-        pytest.fail(f"spec XML not found at {SPEC_XML}: the shared spec directory is part of the environment")
-    for path in sorted(SPEC_XML.glob("*.xml")):
+    paths = sorted(SPEC_XML.glob("*.xml"))
+    assert [p.name for p in paths] == ["messaging.xml", "security.xml", "transactions.xml", "transport.xml",
+                                       "types.xml"], f"the spec XML of the repository ({SPEC_XML}) is incomplete"
+    for path in paths:
         for node in ET.parse(path).getroot().iterfind(".//{*}type"):     # the XML has a namespace
             yield node
 
