@@ -32,12 +32,13 @@ from filelock import FileLock, Timeout
 
 from ..errors import BadResults
 from ..run.directory import count_records, read_records
+from . import summary as _summary
+from .summary import VERDICTS  # noqa: F401 - defined with the summary tables that count them; used here too
 
 # Compaction: a size tier (digits of the record count) holding this many batches is merged into one.
 COMPACT_FANIN = 10
 COMPACT_SHUFFLE_BELOW = 2_000_000
 
-VERDICTS = ("pass", "fail", "non-strict", "informational", "unsupported", "error")
 
 # What the history keeps of a record (titles come from the catalogue; run-level facts stay in runs.json).
 # requirement_ids is kept as the record's JSON text (e.g. '["2.6.7/credit-formula"]'): one dictionary-encoded
@@ -168,7 +169,7 @@ class History:
     def summary(self, spark) -> dict:
         """The summary tables of every batch (conformance.history.summary), each as one DataFrame; a batch
         ingested before summaries were kept is summarized from its records here."""
-        from . import summary
+        summary = _summary
         batches = [b for b in self.batch_dirs() if (b / "records").is_dir()]
         if not batches:
             raise BadResults(f"the history {self.root} is empty; ingest runs first (amqp-conformance report "
@@ -272,7 +273,7 @@ class History:
                 return merged
 
     def _merge_batches(self, spark, group: list[Path], progress) -> Path:
-        from . import summary
+        summary = _summary
         batch_id = _new_batch_id()
         staging = self.root / f".staging-{batch_id}"
         staging.mkdir(parents=True)
@@ -476,7 +477,7 @@ def read_records_of(spark, paths: list[str]):
 
 def write_summary(spark, batch: Path) -> dict[str, tuple[int, int]]:
     """Summarize the records of `batch` into batch/summary/ (marked complete last); (records, errors) per run."""
-    from . import summary
+    summary = _summary
     tables = summary.summarize(read_records_of(spark, [str(batch / "records")]))
     shutil.rmtree(batch / "summary", ignore_errors=True)
     summary.write(tables, batch / "summary")
