@@ -169,19 +169,18 @@ class History:
     def summary(self, spark) -> dict:
         """The summary tables of every batch (conformance.history.summary), each as one DataFrame; a batch
         ingested before summaries were kept is summarized from its records here."""
-        summary = _summary
         batches = [b for b in self.batch_dirs() if (b / "records").is_dir()]
         if not batches:
             raise BadResults(f"the history {self.root} is empty; ingest runs first (amqp-conformance report "
                              "reports/)")
         kept = [b for b in batches if (b / "summary" / ".complete").exists()]
         tables = {name: spark.read.parquet(*[str(b / "summary" / name) for b in kept]) if kept else None
-                  for name in summary.TABLES}
+                  for name in _summary.TABLES}
         old = [str(b / "records") for b in batches if b not in kept]
         if old:
-            computed = summary.summarize(read_records_of(spark, old))
+            computed = _summary.summarize(read_records_of(spark, old))
             tables = {name: computed[name] if tables[name] is None else tables[name].unionByName(computed[name])
-                      for name in summary.TABLES}
+                      for name in _summary.TABLES}
         return tables
 
     def selfchecks(self) -> list[dict]:
@@ -273,7 +272,6 @@ class History:
                 return merged
 
     def _merge_batches(self, spark, group: list[Path], progress) -> Path:
-        summary = _summary
         batch_id = _new_batch_id()
         staging = self.root / f".staging-{batch_id}"
         staging.mkdir(parents=True)
@@ -287,12 +285,12 @@ class History:
             records.write.partitionBy("broker").parquet(str(staging / "records"))
             tables = {name: spark.read.parquet(*[str(b / "summary" / name) for b in with_records
                                                  if (b / "summary" / ".complete").exists()])
-                      for name in summary.TABLES} if all((b / "summary" / ".complete").exists()
+                      for name in _summary.TABLES} if all((b / "summary" / ".complete").exists()
                                                           for b in with_records) else None
             if tables is None:
                 write_summary(spark, staging)
             else:
-                summary.write(summary.merge(tables), staging / "summary")
+                _summary.write(_summary.merge(tables), staging / "summary")
                 (staging / "summary" / ".complete").write_text("ok")
         runs, replaced = [], []
         for b in group:
@@ -477,10 +475,9 @@ def read_records_of(spark, paths: list[str]):
 
 def write_summary(spark, batch: Path) -> dict[str, tuple[int, int]]:
     """Summarize the records of `batch` into batch/summary/ (marked complete last); (records, errors) per run."""
-    summary = _summary
-    tables = summary.summarize(read_records_of(spark, [str(batch / "records")]))
+    tables = _summary.summarize(read_records_of(spark, [str(batch / "records")]))
     shutil.rmtree(batch / "summary", ignore_errors=True)
-    summary.write(tables, batch / "summary")
+    _summary.write(tables, batch / "summary")
     (batch / "summary" / ".complete").write_text("ok")
     return {r["run_id"]: (r["records"], r["errors"]) for r in tables["runs"].collect()}
 
