@@ -1,8 +1,9 @@
 """The analysis of the history: from Parquet records to the report model (conformance.report.model).
 
-Spark does the work that scales with the number of records: one aggregation per (case, broker@version) with
-the latest verdict, counts per verdict and durations; one for runs per broker@version; one for duration trends
-by day. Everything after that (requirement cells, scores, changes between versions, flaky cases) works on
+Spark does the work that scales with the number of records at ingest: each batch keeps summary tables (per
+(case, broker@version): the latest record, counts per verdict and durations; runs per broker@version; duration
+by day; see conformance.history.summary). The report merges the summaries of all batches, never reading the
+records again, so its cost does not grow with the history. Everything after that (requirement cells, scores, changes between versions, flaky cases) works on
 those aggregates, which are as small as cases x brokers x versions, in plain Python.
 """
 
@@ -62,87 +63,58 @@ def requirement_verdict_counts(case_verdict: str, violated: str | None, requirem
     return True
 
 
-def aggregate(records_df, days: int = TREND_DAYS) -> tuple[list[dict], dict[str, dict], dict]:
-    """Spark's part: (per case and broker@version aggregates, per broker@version facts, duration trends).
-
-    Level 1 reduces the records to one row per (case, broker, version, run), reading only narrow columns;
-    levels 2 work on that. The reasons and other text of the latest records are fetched last, for those
-    records only."""
+def aggregate(tables: dict, days: int = TREND_DAYS) -> tuple[list[dict], dict[str, dict], dict]:
+    """Spark's part: (per case and broker@version aggregates, per broker@version facts, duration trends), from
+    the summary tables of the history's batches (conformance.history.summary): merged, they are as small as
+    cases x brokers x versions (x days for the trends)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    per_verdict = (records_df    # level 1: narrow columns only, verdict as a key (no per-row comparisons)
-                   .groupBy("case_id", "broker", "broker_version", "run_id", "verdict")
-                   .agg(F.count(F.lit(1)).alias("records"), F.sum("duration_s").alias("sum_s"),
-                        F.min("duration_s").alias("min_s"), F.max("duration_s").alias("max_s"),
-                        F.max("started_at").alias("last_at"), F.max_by("duration_s", "started_at").alias("last_s"),
-                        F.first("broker_product", True).alias("product")))
-    per_run = (per_verdict
-               .groupBy("case_id", "broker", "broker_version", "run_id")
-               .agg(F.sum("records").alias("records"),
-                    *[F.sum(F.when(F.col("verdict") == v, F.col("records")).otherwise(0)).alias(f"n_{v}")
-                      for v in VERDICTS],
-                    F.sum("sum_s").alias("sum_s"), F.min("min_s").alias("min_s"), F.max("max_s").alias("max_s"),
-                    F.max("last_at").alias("last_at"),
-                    F.max_by(F.struct(F.col("verdict"), F.col("last_s").alias("duration_s")), "last_at")
-                    .alias("last"),
-                    F.first("product", True).alias("product"))
-               .localCheckpoint())
-    latest = F.max_by(F.struct("run_id", "last"), "last_at")
-    case_rows = (per_run.groupBy("case_id", "broker", "broker_version")
-                 .agg(latest.alias("latest"), F.sum("records").alias("records"),
-                      *[F.sum(f"n_{v}").alias(f"n_{v}") for v in VERDICTS], F.sum("sum_s").alias("sum_s"),
-                      F.min("min_s").alias("min_s"), F.max("max_s").alias("max_s")).collect())
-    column_rows = (per_run.groupBy("broker", "broker_version")
-                   .agg(F.countDistinct("run_id").alias("runs"), F.max_by("run_id", "last_at").alias("last_run_id"),
-                        F.max("last_at").alias("last_run_at"), F.first("product", True).alias("product")).collect())
-    daily = (per_run.withColumn("day", F.substring("last_at", 1, 10))
-             .groupBy("case_id", "broker", "broker_version", "day")
-             .agg((F.sum("sum_s") / F.sum("records")).alias("mean_s")))
-    recent = Window.partitionBy("case_id", "broker", "broker_version").orderBy(F.col("day").desc())
-    trend_rows = daily.withColumn("rank", F.row_number().over(recent)).where(F.col("rank") <= days).collect()
+    from .summary import KEY, merge
 
-    latest_keys = {(r["case_id"], r["broker"], r["latest"]["run_id"]) for r in case_rows}
-    run_ids = sorted({k[2] for k in latest_keys})
-    details = {}
-    if run_ids:
-        for r in (records_df.where(F.col("run_id").isin(run_ids))
-                  .select("run_id", "case_id", "broker", "reason", "violated", "section", "level", "requirement_ids",
-                          "started_at", "findings", "observations").collect()):
-            key = (r["case_id"], r["broker"], r["run_id"])
-            if key in latest_keys and (key not in details or r["started_at"] >= details[key]["started_at"]):
-                details[key] = r.asDict()
+    merged = merge(tables)
+    case_rows = merged["cells"].collect()
+    column_rows = merged["columns"].collect()
+    recent = Window.partitionBy(*KEY).orderBy(F.col("day").desc())
+    trend_rows = (merged["daily"].withColumn("rank", F.row_number().over(recent)).where(F.col("rank") <= days)
+                  .collect())
 
     aggregates = []
     for r in case_rows:
-        run_id = r["latest"]["run_id"]
-        last = r["latest"]["last"]
-        d = details.get((r["case_id"], r["broker"], run_id), {})
+        d = r["latest"]
         aggregates.append({
             "case_id": r["case_id"], "broker": r["broker"], "version": r["broker_version"],
-            "column": f"{r['broker']}@{r['broker_version']}", "verdict": last["verdict"],
-            "reason": d.get("reason") or "", "violated": d.get("violated"), "run_id": run_id,
-            "duration_s": last["duration_s"] or 0.0, "section": d.get("section"), "level": d.get("level"),
-            "requirement_ids": _json_list(d.get("requirement_ids")), "records": r["records"],
-            "findings": finding_lines(_json_objects(d.get("findings"))),
-            "producer": _json_object(d.get("observations")).get("producer"),
+            "column": f"{r['broker']}@{r['broker_version']}", "verdict": d["verdict"],
+            "reason": d["reason"] or "", "violated": d["violated"], "run_id": d["run_id"],
+            "duration_s": d["duration_s"] or 0.0, "section": d["section"], "level": d["level"],
+            "requirement_ids": _json_list(d["requirement_ids"]), "records": r["records"],
+            "findings": finding_lines(_json_objects(d["findings"])),
+            "producer": _json_object(d["observations"]).get("producer"),
             "verdict_counts": {v: r[f"n_{v}"] for v in VERDICTS if r[f"n_{v}"]},
-            "mean_s": (r["sum_s"] or 0.0) / r["records"], "min_s": r["min_s"] or 0.0, "max_s": r["max_s"] or 0.0,
+            "mean_s": (r["sum_us"] or 0) / 1e6 / r["records"], "min_s": r["min_s"] or 0.0,
+            "max_s": r["max_s"] or 0.0,
         })
     columns_info = {f"{r['broker']}@{r['broker_version']}": {
         "broker": r["broker"], "version": r["broker_version"], "product": r["product"], "runs": r["runs"],
-        "last_run_id": r["last_run_id"], "last_run_at": r["last_run_at"]} for r in column_rows}
+        "last_run_id": r["last"]["run_id"], "last_run_at": r["last"]["started_at"]} for r in column_rows}
     trends: dict[tuple[str, str], list] = defaultdict(list)
     for r in trend_rows:
-        trends[(r["case_id"], f"{r['broker']}@{r['broker_version']}")].append([r["day"], round(r["mean_s"], 4)])
+        trends[(r["case_id"], f"{r['broker']}@{r['broker_version']}")].append(
+            [r["day"], round(r["sum_us"] / 1e6 / r["records"], 4)])
     for points in trends.values():
         points.sort()
     return aggregates, columns_info, trends
 
 
-def build_model(spark, history: History, ladders: bool = True) -> dict:
-    """The report model (schema in conformance.report.model) of everything in `history`."""
-    aggregates, columns_info, trends = aggregate(history.records(spark))
+def build_model(spark, history: History, ladders: bool = True, full: bool = False) -> dict:
+    """The report model (schema in conformance.report.model) of everything in `history`, from its summary
+    tables; `full=True` summarizes every record instead (the same model: the test of the summaries)."""
+    if full:
+        from .summary import summarize
+        tables = summarize(history.records(spark))
+    else:
+        tables = history.summary(spark)
+    aggregates, columns_info, trends = aggregate(tables)
     selfchecks = latest_selfchecks(history.selfchecks())
     total_records = sum(a["records"] for a in aggregates)
     runs = history.runs()

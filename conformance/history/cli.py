@@ -43,6 +43,8 @@ def register(sub) -> None:
     p.add_argument("--out", default=None, help="report directory (default <reports-dir>/report)")
     p.add_argument("--no-ingest", action="store_true", help="report on the history as it is")
     p.add_argument("--allure", action="store_true", help="also build the Allure 3 HTML report of the runs")
+    p.add_argument("--compact", action="store_true",
+                   help="merge every batch of the history into one before the report (safe to interrupt)")
     _history_options(p)
     p.set_defaults(func=cmd_report)
 
@@ -156,6 +158,9 @@ def cmd_report(args) -> int:
     if run_dirs:
         with spark_job("ingesting runs"):
             history.ingest(spark, run_dirs, progress=_say)
+    if getattr(args, "compact", False) and history.batch_dirs():
+        with spark_job("compacting the history"):
+            history.compact(spark, progress=_say)
     t1 = time.monotonic()
     _say("analysing the history")
     with spark_job("analysing the history"):

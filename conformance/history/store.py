@@ -32,8 +32,13 @@ from filelock import FileLock, Timeout
 
 from ..errors import BadResults
 from ..run.directory import count_records, read_records
-
+from . import summary as _summary
 from ..verdict import VERDICTS   # the vocabulary is defined once, in conformance.verdict
+
+# Compaction: a size tier (digits of the record count) holding this many batches is merged into one.
+COMPACT_FANIN = 10
+COMPACT_SHUFFLE_BELOW = 2_000_000
+
 
 # What the history keeps of a record (titles come from the catalogue; run-level facts stay in runs.json).
 # requirement_ids is kept as the record's JSON text (e.g. '["2.6.7/credit-formula"]'): one dictionary-encoded
@@ -50,6 +55,8 @@ RECORD_SCHEMA = (
 RECORD_COLUMNS = ("run_id", "case_id", "section", "level", "requirement_ids", "verdict", "reason", "violated",
                   "broker_product", "broker_version", "duration_s", "started_at", "findings", "broker",
                   "observations")
+# The records table as stored (Parquet files under broker=<name>/ directories: `broker` is the partition column).
+STORED_SCHEMA = ", ".join(f for f in RECORD_SCHEMA.split(", ") if not f.startswith("broker ")) + ", broker STRING"
 
 
 @dataclass
@@ -123,9 +130,21 @@ class History:
     # -- what is there ------------------------------------------------------------------------------------
 
     def batch_dirs(self) -> list[Path]:
+        """The visible batches: whole (runs.json written), and not replaced by a compacted batch."""
         if not self.batches.is_dir():
             return []
-        return sorted(p for p in self.batches.iterdir() if p.is_dir() and (p / "runs.json").exists())
+        whole = sorted(p for p in self.batches.iterdir() if p.is_dir() and (p / "runs.json").exists())
+        replaced = self._replaced(whole)
+        return [p for p in whole if p.name not in replaced]
+
+    @staticmethod
+    def _replaced(batches: list[Path]) -> set[str]:
+        out: set[str] = set()
+        for batch in batches:
+            path = batch / "compacted.json"
+            if path.exists():
+                out.update(json.loads(path.read_text("utf-8")))
+        return out
 
     def runs(self) -> list[dict]:
         out = []
@@ -146,9 +165,24 @@ class History:
         if not paths:
             raise BadResults(f"the history {self.root} is empty; ingest runs first (amqp-conformance report "
                              "reports/)")
-        # one read per batch (each is its own partitioned table), then one union
-        frames = [_with_findings(spark.read.parquet(path)).select(*RECORD_COLUMNS) for path in paths]
-        return functools.reduce(lambda a, b: a.unionByName(b), frames)
+        return read_records_of(spark, paths)
+
+    def summary(self, spark) -> dict:
+        """The summary tables of every batch (conformance.history.summary), each as one DataFrame; a batch
+        ingested before summaries were kept is summarized from its records here."""
+        batches = [b for b in self.batch_dirs() if (b / "records").is_dir()]
+        if not batches:
+            raise BadResults(f"the history {self.root} is empty; ingest runs first (amqp-conformance report "
+                             "reports/)")
+        kept = [b for b in batches if (b / "summary" / ".complete").exists()]
+        tables = {name: spark.read.parquet(*[str(b / "summary" / name) for b in kept]) if kept else None
+                  for name in _summary.TABLES}
+        old = [str(b / "records") for b in batches if b not in kept]
+        if old:
+            computed = _summary.summarize(read_records_of(spark, old))
+            tables = {name: computed[name] if tables[name] is None else tables[name].unionByName(computed[name])
+                      for name in _summary.TABLES}
+        return tables
 
     def selfchecks(self) -> list[dict]:
         """The sensitivity matrices of ingested selfcheck runs (selfcheck.json with run_id and started_at)."""
@@ -176,19 +210,109 @@ class History:
 
     # -- ingest ---------------------------------------------------------------------------------------------
 
-    def ingest(self, spark, paths: Iterable[Path], progress: Callable[[str], None] = lambda s: None) -> IngestResult:
+    def ingest(self, spark, paths: Iterable[Path], progress: Callable[[str], None] = lambda s: None,
+               compact: bool = True) -> IngestResult:
+        """Add the runs of `paths` as one batch; then, with `compact`, merge the batches of any size tier
+        that has COMPACT_FANIN of them (so many small ingests leave a bounded number of batches and files)."""
         run_dirs = find_run_dirs(paths)
+
+        def work():
+            result = self._ingest_locked(spark, run_dirs, progress)
+            if compact and result.batch_id:
+                self._compact_locked(spark, False, progress)
+            return result
+        return self._locked(work)
+
+    def _locked(self, work):
         self.root.mkdir(parents=True, exist_ok=True)
         try:
             with FileLock(str(self.root / ".lock"), timeout=600):
-                return self._ingest_locked(spark, run_dirs, progress)
+                self._clean()
+                return work()
         except Timeout:
             raise BadResults(f"another ingest holds {self.root / '.lock'}; wait for it or remove the lock file "
                              "if no ingest is running") from None
 
-    def _ingest_locked(self, spark, run_dirs: list[Path], progress) -> IngestResult:
+    def _clean(self) -> None:
+        """Remove what an interrupted ingest or compaction left: staging directories (never visible to
+        readers) and batches a compacted batch replaced (hidden already)."""
         for stale in self.root.glob(".staging-*"):
-            shutil.rmtree(stale, ignore_errors=True)   # left by an interrupted ingest; never visible to readers
+            shutil.rmtree(stale, ignore_errors=True)
+        if self.batches.is_dir():
+            whole = [p for p in self.batches.iterdir() if p.is_dir() and (p / "runs.json").exists()]
+            for name in self._replaced(whole):
+                _remove_batch(self.batches / name, self.root)
+        for trash in self.root.glob(".trash-*"):
+            shutil.rmtree(trash, ignore_errors=True)
+
+    # -- compaction -----------------------------------------------------------------------------------------
+
+    def compact(self, spark, everything: bool = True, progress: Callable[[str], None] = lambda s: None) -> int:
+        """Merge batches into one (every batch, or with everything=False those of a size tier that holds
+        COMPACT_FANIN or more); return how many batches were merged. Idempotent and safe to interrupt: the
+        merged batch becomes visible in one rename, naming the batches it replaces (compacted.json), which
+        are hidden from then on and removed afterwards or by the next ingest or compaction."""
+        return self._locked(lambda: self._compact_locked(spark, everything, progress))
+
+    def _compact_locked(self, spark, everything: bool, progress) -> int:
+        merged = 0
+        while True:
+            batches = self.batch_dirs()
+            if everything:
+                group = batches if len(batches) > 1 else []
+            else:
+                tiers: dict[int, list[Path]] = {}
+                for b in batches:
+                    tiers.setdefault(_tier(b), []).append(b)
+                group = next((g for _, g in sorted(tiers.items()) if len(g) >= COMPACT_FANIN), [])
+            if not group:
+                return merged
+            self._merge_batches(spark, group, progress)
+            merged += len(group)
+            if everything:
+                return merged
+
+    def _merge_batches(self, spark, group: list[Path], progress) -> Path:
+        batch_id = _new_batch_id()
+        staging = self.root / f".staging-{batch_id}"
+        staging.mkdir(parents=True)
+        progress(f"compacting {len(group)} batch(es) into {batch_id}")
+        with_records = [b for b in group if (b / "records").is_dir()]
+        if with_records:
+            records = read_records_of(spark, [str(b / "records") for b in with_records])
+            total = sum(_batch_records(b) for b in with_records)
+            if total < COMPACT_SHUFFLE_BELOW:       # small batches: one file per broker
+                records = records.repartition("broker")
+            records.write.partitionBy("broker").parquet(str(staging / "records"))
+            tables = {name: spark.read.parquet(*[str(b / "summary" / name) for b in with_records
+                                                 if (b / "summary" / ".complete").exists()])
+                      for name in _summary.TABLES} if all((b / "summary" / ".complete").exists()
+                                                          for b in with_records) else None
+            if tables is None:
+                write_summary(spark, staging)
+            else:
+                _summary.write(_summary.merge(tables), staging / "summary")
+                (staging / "summary" / ".complete").write_text("ok")
+        runs, replaced = [], []
+        for b in group:
+            runs += json.loads((b / "runs.json").read_text("utf-8"))
+            replaced.append(b.name)
+            if (b / "compacted.json").exists():
+                replaced += json.loads((b / "compacted.json").read_text("utf-8"))
+        for name in ("ladders.jsonl", "selfcheck.jsonl"):
+            with open(staging / name, "wb") as out:
+                for b in group:
+                    if (b / name).exists():
+                        with open(b / name, "rb") as fh:
+                            shutil.copyfileobj(fh, out)
+        (staging / "compacted.json").write_text(json.dumps(sorted(set(replaced))), "utf-8")
+        (staging / "runs.json").write_text(json.dumps(runs, indent=1, sort_keys=True, default=str), "utf-8")
+        os.replace(staging, self.batches / batch_id)      # the merged batch replaces the group here, whole
+        for b in group:
+            _remove_batch(b, self.root)
+        return self.batches / batch_id
+
+    def _ingest_locked(self, spark, run_dirs: list[Path], progress) -> IngestResult:
         known = self.run_ids()
         metas: dict[str, tuple[Path, dict]] = {}
         result = IngestResult(batch_id=None)
@@ -208,7 +332,7 @@ class History:
                 raise BadResults(f"two run directories are both named {name} ({dir_names[name]} and {run_dir}); "
                                  "ingest them separately")
             dir_names[name] = run_dir
-        batch_id = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
+        batch_id = _new_batch_id()
         staging = self.root / f".staging-{batch_id}"
         staging.mkdir(parents=True)
         try:
@@ -216,15 +340,17 @@ class History:
             # selfcheck runs judge the suite, not a broker: their sensitivity matrix is kept, not their records
             selfchecks = {rid: rm for rid, rm in metas.items() if rm[1].get("kind") == "selfcheck"}
             compliance = {rid: rm for rid, rm in metas.items() if rid not in selfchecks}
-            count = self._write_records(spark, compliance, staging) if compliance else 0
+            per_run = self._write_records(spark, compliance, staging) if compliance else {}
+            count = sum(n for n, _ in per_run.values())
             ladders = self._write_ladders(compliance, staging)
             self._write_selfchecks(selfchecks, staging)
             runs = []
             for run_id, (run_dir, meta) in metas.items():
                 runs.append({**{k: v for k, v in meta.items() if k != "options"}, "options": meta.get("options"),
                              "source": str(run_dir.resolve()), "batch_id": batch_id,
-                             "records": count_records(run_dir / "results.jsonl"),
-                             "errors": _count_errors(run_dir / "results.jsonl")})
+                             "records": per_run.get(run_id, (0, 0))[0] if run_id in compliance
+                             else count_records(run_dir / "results.jsonl"),
+                             "errors": per_run.get(run_id, (0, 0))[1]})
             (staging / "runs.json").write_text(json.dumps(runs, indent=1, sort_keys=True, default=str), "utf-8")
             self.batches.mkdir(parents=True, exist_ok=True)
             os.replace(staging, self.batches / batch_id)       # the ingest becomes visible here, whole
@@ -239,7 +365,10 @@ class History:
         return result
 
     @staticmethod
-    def _write_records(spark, metas: dict[str, tuple[Path, dict]], staging: Path) -> int:
+    def _write_records(spark, metas: dict[str, tuple[Path, dict]], staging: Path) -> dict[str, tuple[int, int]]:
+        """Write the records of these runs into `staging`/records and their summary into `staging`/summary;
+        return (records, errors) per run_id. Spark reads the JSON once (schema given) and the written
+        Parquet once more (the summary: narrow columns, one aggregation)."""
         from pyspark.sql import functions as F
 
         files = [str((run_dir / "results.jsonl").resolve()) for run_dir, _ in metas.values()]
@@ -277,8 +406,8 @@ class History:
             os.replace(good, staging / "records")
         shutil.rmtree(staging / "parts", ignore_errors=True)
         if not (staging / "records").exists():
-            return 0
-        return spark.read.parquet(str(staging / "records")).count()
+            return {}
+        return write_summary(spark, staging)
 
     @staticmethod
     def _write_selfchecks(metas: dict[str, tuple[Path, dict]], staging: Path) -> None:
@@ -315,6 +444,45 @@ class History:
         return count
 
 
+def _new_batch_id() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ") + "-" + uuid.uuid4().hex[:8]
+
+
+def _batch_records(batch: Path) -> int:
+    return sum(r.get("records") or 0 for r in json.loads((batch / "runs.json").read_text("utf-8")))
+
+
+def _tier(batch: Path) -> int:
+    """A batch's size tier: the number of digits of its record count (510 -> 3, 10 million -> 8)."""
+    return len(str(_batch_records(batch)))
+
+
+def _remove_batch(batch: Path, root: Path) -> None:
+    """Remove a replaced batch: renamed out of batches/ first (one step), then deleted."""
+    if batch.exists():
+        trash = root / f".trash-{batch.name}"
+        shutil.rmtree(trash, ignore_errors=True)
+        os.replace(batch, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+
+
+def read_records_of(spark, paths: list[str]):
+    """The records tables at `paths` as one DataFrame (RECORD_COLUMNS): one read per table (each is its own
+    partitioned table), then one union; the schema is given, so a column a batch lacks (findings, observations
+    written before they were recorded) reads as null."""
+    frames = [spark.read.schema(STORED_SCHEMA).parquet(path).select(*RECORD_COLUMNS) for path in paths]
+    return functools.reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def write_summary(spark, batch: Path) -> dict[str, tuple[int, int]]:
+    """Summarize the records of `batch` into batch/summary/ (marked complete last); (records, errors) per run."""
+    tables = _summary.summarize(read_records_of(spark, [str(batch / "records")]))
+    shutil.rmtree(batch / "summary", ignore_errors=True)
+    _summary.write(tables, batch / "summary")
+    (batch / "summary" / ".complete").write_text("ok")
+    return {r["run_id"]: (r["records"], r["errors"]) for r in tables["runs"].collect()}
+
+
 def _first_record_has_run_id(run_dir: Path) -> bool:
     with open(run_dir / "results.jsonl", encoding="utf-8", errors="replace") as fh:
         for line in fh:
@@ -338,20 +506,3 @@ def _check_lines(path: Path) -> None:
                     or record.get("verdict") not in VERDICTS:
                 raise BadResults(f"{path}:{number} is not a case record (needs case_id, broker and a known "
                                  "verdict); delete that line or re-run the case") from None
-
-
-def _count_errors(results: Path) -> int:
-    """How many of a run's records ended in `error` (the report shows such a run as broken)."""
-    try:
-        return sum(1 for r in read_records(results) if r.get("verdict") == "error")
-    except BadResults:
-        return 0
-
-
-def _with_findings(frame):
-    """A batch ingested before findings (or observations) were recorded gets a null column for them."""
-    from pyspark.sql import functions as F
-    for column in ("findings", "observations"):
-        if column not in frame.columns:
-            frame = frame.withColumn(column, F.lit(None).cast("string"))
-    return frame

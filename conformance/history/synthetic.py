@@ -86,3 +86,35 @@ def write_synthetic_runs(dest: Path, n_records: int, records_per_run: int = 10_0
         written += count
         run_index += 1
     return out
+
+
+MATRIX_EXTRA = {"synthetic-d": ("FourthMQ", ["3.0", "3.1", "3.2"]), "synthetic-e": ("FifthMQ", ["7.0", "7.1", "7.2"])}
+
+
+def write_matrix_run(dest: Path, index: int, seed: int = 11) -> Path:
+    """One nightly run of the whole matrix under `dest/runs/`: every case against 15 broker@versions (the 9
+    of BROKERS and 6 more), one record each (34 cases: 510 records), started after every write_synthetic_runs
+    record (2026-06-01 plus `index` hours), so it changes the latest verdict of its cells."""
+    rng = random.Random(seed * 1_000_003 + index)
+    cases = _cases()
+    columns = [(b, product, v) for b, (product, versions) in {**BROKERS, **MATRIX_EXTRA}.items() for v in versions]
+    started = _dt.datetime(2026, 6, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(hours=index)
+    run_id = f"matrix-{index:07d}"
+    run_dir = Path(dest) / "runs" / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    meta = {"run_id": run_id, "suite_version": "0.1.0", "git_revision": "synthetic", "host": "synthetic",
+            "python": "3.11", "started_at": started.isoformat(), "finished_at": started.isoformat(),
+            "scheduled": len(cases) * len(columns),
+            "brokers": {b: {"product": p, "version": v} for b, p, v in columns}, "options": {}}
+    lines = []
+    for k, (broker, product, version) in enumerate(columns):
+        for ci, c in enumerate(cases):
+            at = (started + _dt.timedelta(seconds=k * len(cases) + ci)).isoformat()
+            verdict = "fail" if rng.random() < 0.08 else "pass"
+            lines.append(json.dumps({
+                "run_id": run_id, **c, "verdict": verdict, "reason": f"matrix run {index}: {verdict}",
+                "violated": None, "broker": broker, "broker_product": product, "broker_version": version,
+                "duration_s": round(0.05 + rng.random(), 3), "started_at": at, "observations": {"k": k}}) + "\n")
+    (run_dir / "results.jsonl").write_text("".join(lines), "utf-8")
+    (run_dir / "run.json").write_text(json.dumps(meta), "utf-8")
+    return run_dir
