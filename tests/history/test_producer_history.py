@@ -6,7 +6,7 @@ from __future__ import annotations
 from conformance.history.analysis import build_model
 from conformance.history.store import RECORD_COLUMNS, RECORD_SCHEMA, History
 from conformance.report import render_markdown, validate_model
-from conformance.run.options import RunOptions
+from conformance.options import RunOptions
 from conformance.selftest.engine import BrokerConfig
 from conformance.selftest.runs import ReferenceBuild, write_reference_run
 
