@@ -22,13 +22,11 @@ import contextlib
 from typing import Any
 
 from ..clients.driver import DriverError
-from ..model import transcript_violations
 from ..peer import PeerServer, matches, summarize
 from ..peer.errors import PeerError, UnexpectedFrame
 from ..wire import AmqpValue, Attach, Begin, Close, Detach, Disposition, End, Flow, Transfer, encode_message
 from ..wire.serial import serial_add, serial_diff
 from .context import CaseContext
-from .findings import Source
 
 INITIAL_DELIVERY_COUNT = 2**32 - 5      # the scripted broker's sender starts here: the serial wrap is near
 
@@ -320,27 +318,10 @@ class ClientCaseContext(CaseContext):
 
     def judge(self) -> None:
         """The model over every frame the client sent (direction "in" of our transcripts), and obligations."""
-        for conn in self.clients:
-            seen = {f.requirement for f in self.findings}
-            for v, frame, index in transcript_violations(conn.peer.transcript.snapshot()):
-                if v.requirement_id in seen:
-                    continue
-                seen.add(v.requirement_id)
-                self.add_finding(v.requirement_id, f"frame {index}: {v.detail}", expected=v.sentence[:120],
-                                 actual=summarize(frame), conn=conn, frame_index=index, source=Source.MODEL)
+        self.judge_model(self.clients)
         saved, self.connections = self.connections, list(self.clients)
         try:
-            from .context import _ended_while_open, _ending
-            for ob in self.obligations:
-                if self.found(ob.requirement):
-                    continue
-                broken = _ended_while_open(ob)
-                if broken is not None:
-                    frame, index = broken
-                    self.add_finding(ob.requirement, f"the client {_ending(frame).replace('the broker ', '')} "
-                                     f"while {ob.what} was unanswered", expected=f"an answer to {ob.what}",
-                                     actual=summarize(frame), conn=ob.connection, frame_index=index,
-                                     source=Source.OBLIGATION)
+            self.judge_obligations("the client")
         finally:
             self.connections = saved
         self.observe(subject_kind="client", application=self.app_log, driver_starts=self.subject.starts)

@@ -279,14 +279,7 @@ class CaseContext:
 
     def judge(self) -> None:
         """Add the model's findings over every transcript and the obligations the broker broke."""
-        for conn in self.connections:
-            seen = {f.requirement for f in self.findings}
-            for v, frame, index in transcript_violations(conn.peer.transcript.snapshot()):
-                if v.requirement_id in seen:
-                    continue        # the case named it already; the first model finding per requirement is enough
-                seen.add(v.requirement_id)
-                self.add_finding(v.requirement_id, f"frame {index}: {v.detail}", expected=v.sentence[:120],
-                            actual=summarize(frame), conn=conn, frame_index=index, source=Source.MODEL)
+        self.judge_model(self.connections)
         for conn in self.connections:
             if conn.peer.ending == FIN and not conn.peer.received(Close) and self.broker_alive():
                 entries = conn.peer.transcript.snapshot()
@@ -294,15 +287,32 @@ class CaseContext:
                                  "(the broker process is still running)", expected="close(...) before the socket "
                                  "closes", actual="the socket closed", conn=conn,
                                  frame_index=entries[-1].index if entries else None, source=Source.MODEL)
+        self.judge_obligations("the broker")
+
+    def judge_model(self, connections) -> None:
+        """The model's findings over every frame the other side sent on `connections` (the first per
+        requirement: a requirement the case named already is not repeated)."""
+        for conn in connections:
+            seen = {f.requirement for f in self.findings}
+            for v, frame, index in transcript_violations(conn.peer.transcript.snapshot()):
+                if v.requirement_id in seen:
+                    continue
+                seen.add(v.requirement_id)
+                self.add_finding(v.requirement_id, f"frame {index}: {v.detail}", expected=v.sentence[:120],
+                                 actual=summarize(frame), conn=conn, frame_index=index, source=Source.MODEL)
+
+    def judge_obligations(self, who: str) -> None:
+        """An answer the spec obliges the other side (`who`: "the broker", "the client") to give, left open
+        when it ended the session or closed the connection: a finding on that obligation's requirement."""
         for ob in self.obligations:
             if self.found(ob.requirement):
                 continue
             broken = _ended_while_open(ob)
             if broken is not None:
                 frame, index = broken
-                self.add_finding(ob.requirement, f"the broker {_ending(frame)} while {ob.what} was unanswered",
-                            expected=f"an answer to {ob.what}", actual=summarize(frame), conn=ob.connection,
-                            frame_index=index, source=Source.OBLIGATION)
+                self.add_finding(ob.requirement, f"{who} {_ending(frame)} while {ob.what} was unanswered",
+                                 expected=f"an answer to {ob.what}", actual=summarize(frame), conn=ob.connection,
+                                 frame_index=index, source=Source.OBLIGATION)
 
     # -- after the case --------------------------------------------------------------------------------
 

@@ -14,31 +14,28 @@ from .. import catalogue
 from ..errors import RunBroken, UnknownCaseError
 from ..casekit.spec import CLIENT_REGISTRY, REGISTRY, CaseSpec, case  # noqa: F401
 
-_loaded = False
-_clients_loaded = False
+_loaded: set[str] = set()      # the module prefixes already imported
+
+
+def _load(prefix: str, registry: dict) -> dict[str, CaseSpec]:
+    """Import every module named `<prefix><digit>...` (idempotent); `registry` ordered by section and number."""
+    if prefix not in _loaded:
+        for info in pkgutil.iter_modules(__path__):
+            if info.name.startswith(prefix) and info.name[len(prefix):len(prefix) + 1].isdigit():
+                _import_section(f"{__name__}.{info.name}")
+        _loaded.add(prefix)
+    return dict(sorted(registry.items(), key=lambda kv: case_sort_key(kv[0])))
 
 
 def load_all() -> dict[str, CaseSpec]:
     """Import every section module (idempotent) and return the registry ordered by section and number."""
-    global _loaded
-    if not _loaded:
-        for info in pkgutil.iter_modules(__path__):
-            if info.name.startswith("s") and info.name[1:2].isdigit():
-                _import_section(f"{__name__}.{info.name}")
-        _loaded = True
-    return dict(sorted(REGISTRY.items(), key=lambda kv: case_sort_key(kv[0])))
+    return _load("s", REGISTRY)
 
 
 def load_clients() -> dict[str, CaseSpec]:
     """The client cases (modules `client_s<section>_...`: the suite plays the broker, a client library is
     judged), ordered like `load_all`; kept apart from the broker cases."""
-    global _clients_loaded
-    if not _clients_loaded:
-        for info in pkgutil.iter_modules(__path__):
-            if info.name.startswith("client_s") and info.name[8:9].isdigit():
-                _import_section(f"{__name__}.{info.name}")
-        _clients_loaded = True
-    return dict(sorted(CLIENT_REGISTRY.items(), key=lambda kv: case_sort_key(kv[0])))
+    return _load("client_s", CLIENT_REGISTRY)
 
 
 def _import_section(module: str) -> None:

@@ -13,6 +13,23 @@ from ..wire import End
 TIMEOUT_MS = 400
 
 
+def _get_with_timeout(ctx):
+    """The application opens a receiver with no prefetch and gets with TIMEOUT_MS on an empty queue: the
+    connection, our link, the pending receive, the client's credit grant and its drain flow (None when it sent
+    none within the timeout and the answer window)."""
+    conn = ctx.connect()
+    opened = ctx.app("receiver", address="q", credit=0)
+    link = conn.expect_attach()
+    ctx.answer(opened)
+    got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
+    grant = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
+    try:
+        drain = conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
+    except ExpectationTimeout:
+        drain = None
+    return conn, link, got, grant, drain
+
+
 @case("2.6.8/101", "Client receive(timeout), no message: its drain, then its next flow counts the drained credit",
       ["2.7.4/receiver-delivery-count", "2.6.8/synchronous-get-timeout"], kind="client", figure="2.44",
       expectation="flow(link-credit=1); at the timeout flow(drain=true); after our flow(delivery-count+1, "
@@ -20,18 +37,11 @@ TIMEOUT_MS = 400
 def client_get_timeout_drained(ctx):
     """The application gets with a timeout on an empty queue: the credit it grants, the drain it sends when the
     time is up, and — after our drained flow consumed the credit — its next flow's delivery-count."""
-    conn = ctx.connect()
-    opened = ctx.app("receiver", address="q", credit=0)
-    link = conn.expect_attach()
-    ctx.answer(opened)
-    got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
-    grant = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
-    drained_seen = False
-    try:
-        drain = conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
-        drained_seen = True
+    conn, link, got, grant, drain = _get_with_timeout(ctx)
+    drained_seen = drain is not None
+    if drained_seen:
         conn.drained(link, drain)
-    except ExpectationTimeout:
+    else:
         conn.drained(link, grant, drain=False)
     first = ctx.answer(got)
     ctx.observe(drain_sent=drained_seen, first_receive=first)
@@ -68,17 +78,8 @@ def client_get_timeout_message_at_drain(ctx):
     """Footnote (1) of Figure 2.44 from the receiver's side: the message arrives in answer to the drain. The
     link-credit was consumed by the transfer, so the receiver can tell a message arrived: the application
     should get it (informative: what it got is recorded)."""
-    conn = ctx.connect()
-    opened = ctx.app("receiver", address="q", credit=0)
-    link = conn.expect_attach()
-    ctx.answer(opened)
-    got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
-    conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
-    try:
-        conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
-        drained = True
-    except ExpectationTimeout:
-        drained = False
+    conn, link, got, _, drain = _get_with_timeout(ctx)
+    drained = drain is not None
     conn.transfer(link, "at-the-drain")
     conn.drained(link, drain=drained)
     answer = ctx.answer(got)
@@ -101,17 +102,8 @@ def client_get_timeout_message_at_drain(ctx):
 def client_session_ended_during_drain(ctx):
     """The broker cannot fill the drain and ends the session (as brokers do under resource trouble): the
     receive must come back to the application, and the client should end its side too."""
-    conn = ctx.connect()
-    opened = ctx.app("receiver", address="q", credit=0)
-    link = conn.expect_attach()
-    ctx.answer(opened)
-    got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
-    conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
-    try:
-        conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
-        drained = True
-    except ExpectationTimeout:
-        drained = False
+    conn, link, got, _, drain = _get_with_timeout(ctx)
+    drained = drain is not None
     conn.end(link, error="amqp:internal-error")
     try:
         answer = ctx.answer(got)
