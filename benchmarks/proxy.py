@@ -21,7 +21,8 @@ import sys
 
 from conformance.cases import load_all
 from conformance.mutants.handle import ProxiedBroker
-from conformance.runner import RunOptions, run_case
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 
 CASE = "2.6.9/1"
 

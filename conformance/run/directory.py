@@ -119,14 +119,17 @@ class RunDirectory:
             raise BadResults(f"{self.meta_file} is corrupted ({exc.msg} at line {exc.lineno}); "
                              "remove the run directory or re-run") from None
 
-    def record(self, result: CaseResult) -> None:
+    def record(self, result: CaseResult, line: str | None = None) -> None:
+        """Append `result` (as `line`, its record serialised by the pipeline, when given) and write its
+        transcripts."""
         stem = _safe(f"{result.case_id}__{result.broker}")
         if result.transcripts:
             _atomic_write_json(self.path / "transcripts" / f"{stem}.json", result.transcripts)
         if result.ladders:
             (self.path / "transcripts" / f"{stem}.txt").write_text("\n\n".join(result.ladders), "utf-8")
-        record = {"run_id": self.run_id, **result.to_record()}
-        line = json.dumps(record, sort_keys=True, default=str) + "\n"
+        if line is None:
+            line = json.dumps({"run_id": self.run_id, **result.to_record()}, sort_keys=True, default=str)
+        line = line.rstrip("\n") + "\n"
         with self._lock:
             with open(self.results_file, "a", encoding="utf-8") as fh:
                 fh.write(line)

@@ -2,18 +2,22 @@
 
 This module owns how a run happens. `execute(plan, console)` starts the brokers (`targets.Brokers`), creates
 the run directory with the number of case x target pairs it schedules, and runs pytest in this process on the
-suite's single test (`conformance/suite/test_conformance.py`, one item per pair) with a `Pipeline` object
-passed to `pytest.main(..., plugins=[pipeline])`. pytest does what it is good at: pytest-xdist schedules the
+suite's anchor (`conformance/suite`, whose collector, in `conformance.run.plugin`, makes a `CaseItem` per pair)
+with a `Pipeline` object passed to `pytest.main(..., plugins=[pipeline])`. pytest does what it is good at: pytest-xdist schedules the
 items over worker processes (-n), the junitxml plugin writes junit.xml, allure-pytest writes allure-results.
 Its own console output is kept off the terminal; the `console` shows the verdicts instead.
 
 `Pipeline` is that plugin object, in three roles: the controller of a run (`execute`, or `pytest --broker ...`
 through `conformance.run.plugin`), a pytest-xdist worker (built from what the controller sends it), or
-both at once when cases run in this process (-n 0/1). Every case of every command goes through
-`Pipeline.run_one`, the only caller of the one-case runner (`conformance.runner.run_case`): run it, let a
-wrapped broker annotate it, append it to results.jsonl, and hand its record to the controller on the test
-report (`report.amqp_record`), where the console prints it. A pair whose test could not even start (its broker
-could not be attached) gets an `error` record all the same, so a finished run has a record per scheduled pair.
+both at once when cases run in this process (-n 0/1). A worker gets its targets once, from the controller
+(`pytest_configure_node`): the options, the case ids, the targets and the brokers' records without their
+credentials; those (URLs with passwords, hook tools) travel in a 0600 file of the run's own
+(`Brokers.crossing`), never in pytest-xdist's workerinput. Every case of every command goes through
+`Pipeline.run_one(case, label)`, the only caller of the one-case runner (`conformance.casekit.executor.run_case`):
+run it on the target's handle, let a wrapped broker annotate it, serialise its record once (the line
+results.jsonl gets), and hand that line to the controller on the test report (`report.amqp_record`), where
+the console prints it. A pair whose item could not even start (its broker could not be attached) gets an
+`error` record all the same, so a finished run has a record per scheduled pair.
 
 Nothing travels through files but the results: brokers are started (and fail, with their exit codes) before
 pytest runs; what happened inside pytest is read off the plugin object (the records, a Ctrl-C through
@@ -34,11 +38,10 @@ from ..errors import ConformanceError, RunBroken, UsageError
 from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
 from .directory import RunDirectory, read_records
 from ..options import RunOptions
+from .items import CASES_NODEID, PIPELINE, CaseItem
 from .targets import Brokers, Target
 
-TEST = "test_case"                      # the suite's one test function: one item per case x target
 WORKER_INPUT = "amqp_conformance"        # key of the plan in pytest-xdist's workerinput
-PIPELINE = pytest.StashKey["Pipeline"]()
 
 
 @dataclass
@@ -181,7 +184,7 @@ class Pipeline:
         self.records: list[dict] = []         # controller: records of the finished cases, as reported
         self.interrupted = False
         self.scheduled: int | None = None
-        self._current: dict | None = None
+        self._current: str | None = None      # the record of the case that just ran, as one JSON line
         self._session = None
         self._worker = False
         self.expected: dict[str, float] = {}  # "<label> <case id>" -> its duration in a recent run (ordering)
@@ -211,15 +214,19 @@ class Pipeline:
 
     @classmethod
     def for_worker(cls, data: dict, run_dir: str | None) -> "Pipeline":
+        """A pytest-xdist worker's pipeline, from what the controller's `worker_input` sent it."""
         pipeline = cls(RunOptions.from_json(data["options"]), data["cases"], [Target(**t) for t in data["targets"]],
-                       Brokers.attached(data["brokers"]), RunDirectory(Path(run_dir)) if run_dir else None)
+                       Brokers.attached(data["brokers"], data["credentials"]),
+                       RunDirectory(Path(run_dir)) if run_dir else None)
         pipeline.expected = dict(data.get("expected") or {})
         return pipeline
 
     def worker_input(self) -> dict:
+        """What a worker needs, as plain values and without credentials (they stay in the run's 0600 file)."""
+        records, credentials = self.brokers.crossing()
         return {"options": self.options.to_json(), "cases": self.case_ids,
-                "targets": [t.to_json() for t in self.targets.values()], "brokers": self.brokers.records,
-                "expected": self.expected}
+                "targets": [t.to_json() for t in self.targets.values()], "brokers": records,
+                "credentials": credentials, "expected": self.expected}
 
     # -- what the suite's test and fixtures ask for -----------------------------------------------------------
 
@@ -231,16 +238,14 @@ class Pipeline:
     def labels(self) -> list[str]:
         return list(self.targets)
 
-    def handle(self, label: str):
-        return self.brokers.handle(self.targets[label])
-
-    def run_one(self, case, broker, options: RunOptions | None = None):
-        """Run one case on one broker handle: the result, recorded (results.jsonl, transcripts) and kept for
+    def run_one(self, case, label: str):
+        """Run one case on the target `label`: the result, recorded (results.jsonl, transcripts) and kept for
         the test report. This is the only place a case is run."""
-        from ..runner import run_case
+        from ..casekit.executor import run_case
+        broker = self.brokers.handle(self.targets[label])
         own = self.brokers.for_case(broker, case)      # alarm and queue-limit cases: the node of their own
         self.brokers.bound(own)
-        result = run_case(case, own, options or self.options)
+        result = run_case(case, own, self.options)
         if own is not broker:
             result.observations["node"] = "own node"
         from ..brokers.interface import WrappedBroker
@@ -250,10 +255,13 @@ class Pipeline:
         return result
 
     def _keep(self, result) -> None:
+        """Serialise the record once: the line results.jsonl gets is the one the controller reads."""
+        record = result.to_record()
         if self.run is not None:
-            self.run.record(result)
-        # the record as results.jsonl holds it: plain JSON values (it travels from a worker on the report)
-        self._current = json.loads(json.dumps(result.to_record(), default=str))
+            record = {"run_id": self.run.run_id, **record}
+        self._current = json.dumps(record, sort_keys=True, default=str)
+        if self.run is not None:
+            self.run.record(result, self._current)
 
     # -- pytest hooks ----------------------------------------------------------------------------------------
 
@@ -264,7 +272,7 @@ class Pipeline:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:       # pytest-xdist controller: what a worker needs
-        node.workerinput[WORKER_INPUT] = json.dumps(self.worker_input())
+        node.workerinput[WORKER_INPUT] = self.worker_input()
 
     def pytest_sessionstart(self, session) -> None:
         self._session = session
@@ -291,7 +299,7 @@ class Pipeline:
         long case is left for the end while the other workers idle. Every worker orders alike (the order
         comes from the controller). A hint only: where and when a case runs does not change what it finds."""
         if int(getattr(config, "workerinput", {}).get("workercount", 1) or 1) > 1:
-            items[:] = run_order(items, lambda item: getattr(_case_of(item), "own_node", False),
+            items[:] = run_order(items, lambda item: getattr(getattr(item, "case", None), "own_node", False),
                                  lambda item: self.expected.get(_pair_of(item)))
 
     def pytest_runtest_setup(self, item) -> None:
@@ -300,7 +308,7 @@ class Pipeline:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item, call):
         report = yield
-        if not _is_case(item.nodeid):
+        if not isinstance(item, CaseItem):
             return report
         if report.when == "call" and self._current is not None:
             report.amqp_record = self._current
@@ -312,10 +320,7 @@ class Pipeline:
         """An error record for a pair whose test broke outside the case (e.g. its broker could not be
         attached in this worker), so that every scheduled pair has a record."""
         from ..verdict import CaseResult, Verdict
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        case, label = params.get("conformance_case"), params.get("conformance_broker")
-        if case is None or label is None:
-            return None
+        case, label = item.case, item.label
         reason = (report.longreprtext.strip().splitlines() or ["no message"])[-1]
         result = CaseResult(case.id, case.title, case.section, case.level, list(case.requirements),
                             Verdict.ERROR, f"the case could not run ({report.when}): {reason[:300]}", label)
@@ -323,9 +328,10 @@ class Pipeline:
         return self._current
 
     def pytest_runtest_logreport(self, report) -> None:
-        record = getattr(report, "amqp_record", None)
-        if record is None or self._worker:
+        line = getattr(report, "amqp_record", None)
+        if line is None or self._worker:
             return
+        record = json.loads(line)
         self.records.append(record)
         if self.console is not None:
             self.console.case(record)
@@ -375,14 +381,8 @@ def expected_durations(reports_dir: Path, exclude: Path | None = None, look_back
 
 
 def _pair_of(item) -> str:
-    params = getattr(getattr(item, "callspec", None), "params", {})
-    case = params.get("conformance_case")
-    return f"{params.get('conformance_broker')} {getattr(case, 'id', None)}"
-
-
-def _case_of(item):
-    return getattr(getattr(item, "callspec", None), "params", {}).get("conformance_case")
+    return f"{getattr(item, 'label', None)} {getattr(getattr(item, 'case', None), 'id', None)}"
 
 
 def _is_case(nodeid: str) -> bool:
-    return f"::{TEST}[" in nodeid and "test_conformance.py" in nodeid
+    return nodeid.startswith(CASES_NODEID)

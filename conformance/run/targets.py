@@ -21,6 +21,9 @@ ends, also when a later broker fails to start.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -58,6 +61,25 @@ def resolve(values: Iterable[str], profile: str | None = None) -> list:
     return specs
 
 
+CREDENTIAL_FIELDS = ("url", "tools", "env")     # what a `brokers.describe` record may carry credentials in
+
+
+def _split(record: dict) -> tuple[dict, dict]:
+    """A broker's record as (what may cross to a worker, its credentials), its own node's record likewise."""
+    public = {k: v for k, v in record.items() if k not in CREDENTIAL_FIELDS and k != "own_node"}
+    secret = {k: record[k] for k in CREDENTIAL_FIELDS if k in record}
+    if "own_node" in record:
+        public["own_node"], secret["own_node"] = _split(record["own_node"])
+    return public, secret
+
+
+def _joined(public: dict, secret: dict) -> dict:
+    record = {**public, **{k: v for k, v in secret.items() if k != "own_node"}}
+    if "own_node" in public:
+        record["own_node"] = _joined(public["own_node"], secret.get("own_node", {}))
+    return record
+
+
 def _name_of(source) -> str:
     return source.name
 
@@ -74,6 +96,7 @@ class Brokers:
         self.own_nodes: dict[str, object] = {}    # name -> the handle of its second node (own-node cases)
         self.start_seconds: dict[str, float] = {}  # controller: how long each node took to start
         self._wrapped: dict[str, object] = {}
+        self._credentials: str | None = None      # controller: the 0600 file the workers read credentials from
         self.answer_timeout: float | None = None  # the run's --frame-timeout: bounds housekeeping answers too
 
     # -- controller ---------------------------------------------------------------------------------------
@@ -130,11 +153,23 @@ class Brokers:
 
     # -- worker -------------------------------------------------------------------------------------------
 
+    def crossing(self) -> tuple[dict[str, dict], str]:
+        """What a pytest-xdist worker gets: the brokers' records without credentials (plain values), and the
+        path of a file only this user can read (0600, removed by `close`) holding the credentials."""
+        split = {name: _split(record) for name, record in self.records.items()}
+        if self._credentials is None:
+            fd, self._credentials = tempfile.mkstemp(prefix="amqp-conformance-", suffix=".credentials.json")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:          # mkstemp: 0600, this user's only
+                json.dump({name: secret for name, (_, secret) in split.items()}, fh)
+        return {name: public for name, (public, _) in split.items()}, self._credentials
+
     @classmethod
-    def attached(cls, records: dict[str, dict]) -> "Brokers":
-        """Handles for brokers another process started (from its `records`), made when first asked for."""
+    def attached(cls, records: dict[str, dict], credentials: str) -> "Brokers":
+        """Handles for brokers another process started (from its `crossing`), made when first asked for."""
         self = cls()
-        self.records = dict(records)
+        with open(credentials, encoding="utf-8") as fh:
+            secrets = json.load(fh)
+        self.records = {name: _joined(public, secrets.get(name, {})) for name, public in records.items()}
         return self
 
     # -- both ---------------------------------------------------------------------------------------------
@@ -216,6 +251,10 @@ class Brokers:
             with contextlib.suppress(Exception):
                 wrapped.close()
         self._wrapped = {}
+        if self._credentials is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._credentials)
+            self._credentials = None
         with ThreadPoolExecutor(max_workers=max(1, len(self._started))) as pool:    # nodes stop in parallel
             for handle in self._started:
                 pool.submit(_stop_quietly, handle)

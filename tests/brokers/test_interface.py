@@ -76,7 +76,7 @@ def test_a_missing_hook_is_a_broker_level_error():
 def test_a_missing_hook_is_unsupported_for_the_case(reference):
     """The runner maps HookUnsupported to the verdict `unsupported`."""
     from conformance.cases import load_all
-    from conformance.runner import run_case
+    from conformance.casekit.executor import run_case
 
     class NoAlarms(ReferenceBrokerHandle):
         HOOKS = ("queue_length_limit",)

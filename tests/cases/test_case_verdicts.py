@@ -12,7 +12,8 @@ import pytest
 from conformance import catalogue
 from conformance.cases import load_all
 from conformance.peer import frames_after_the_end
-from conformance.runner import RunOptions, run_case  # the executor, conformance.casekit.executor
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 from conformance.selftest.engine import BrokerConfig, Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 

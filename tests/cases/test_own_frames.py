@@ -15,7 +15,8 @@ import pytest
 from conformance import catalogue
 from conformance.cases import load_all
 from conformance.model.oracle import FlowOracle
-from conformance.runner import RunOptions, run_case
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 from conformance.selftest.handle import ReferenceBrokerHandle
 from conformance.wire import Attach, Begin, Detach, End, Flow, Frame, FrameDecoder, Transfer
 

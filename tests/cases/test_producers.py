@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from conformance.cases import load_all
-from conformance.runner import RunOptions, run_case
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 from conformance.selftest.engine import BrokerConfig, Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 

@@ -15,7 +15,8 @@ import pytest
 
 from conformance.cases import load_all
 from conformance.peer import frames_after_the_end
-from conformance.runner import RunOptions, run_case
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 from conformance.selftest.engine import NON_DURABLE, BrokerConfig, Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
 from conformance.explore import ReceiverExplorer, Violated, replay, save_reproducer
-from conformance.runner import RunOptions
+from conformance.options import RunOptions
 from conformance.selftest.engine import Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 

@@ -12,7 +12,8 @@ from conformance.casekit import CaseSpec
 from conformance.casekit.scripts import _body_of
 from conformance.cases import _import_section
 from conformance.errors import EXIT_CASE_ERROR, RunBroken
-from conformance.runner import RunOptions, run_case
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 from conformance.selftest.engine import Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 from conformance.wire import Begin, Frame, Transfer

@@ -11,7 +11,8 @@ import pytest
 
 from conformance.casekit import CaseSpec
 from conformance.cases import load_all
-from conformance.runner import RunOptions, run_case
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 from conformance.selftest.engine import Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 

@@ -12,7 +12,7 @@ import pytest
 from conformance.catalogue import faults as fault_catalogue
 from conformance.cases import load_clients
 from conformance.options import RunOptions
-from conformance.runner import run_case
+from conformance.casekit.executor import run_case
 from conformance.selftest.client import ClientFaults, subject
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.2, connect_timeout=5.0)

@@ -9,7 +9,8 @@ from conformance.cases import load_all
 from conformance.mutants import FAULTS, MutantProxy
 from conformance.mutants.handle import ProxiedBroker, url_via
 from conformance.mutants.proxy import _Splitter
-from conformance.runner import RunOptions, run_case
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 from conformance.selftest.handle import ReferenceBrokerHandle
 from conformance.wire import AMQP_HEADER, SASL_HEADER, TLS_HEADER, Open, SaslInit, Symbol, encode_frame
 from conformance.wire.frames import SASL_FRAME

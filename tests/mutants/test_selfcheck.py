@@ -9,7 +9,8 @@ import pytest
 
 from conformance.cli import main
 from conformance.run.selection import select_cases
-from conformance.runner import RunOptions, run_case
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
 

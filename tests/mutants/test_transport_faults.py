@@ -9,7 +9,8 @@ import pytest
 from conformance.cases import load_all
 from conformance.mutants.handle import ProxiedBroker
 from conformance.mutants.proxy import Transport
-from conformance.runner import RunOptions, run_case
+from conformance.options import RunOptions
+from conformance.casekit.executor import run_case
 from conformance.selftest.engine import Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 
