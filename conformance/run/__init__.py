@@ -6,7 +6,8 @@ through `execute(Plan(...))`; `replay` uses its options and brokers.
     selection   select_cases(selectors, keyword): ids, sections, requirement ids, -k expressions
     targets     Brokers (start / check / attach / stop) and Target (a broker, possibly wrapped)
     engine      Plan, execute, Outcome, exit_code; the Pipeline pytest plugin object
-    plugin      the pytest plugin the engine loads in every process: options, parametrisation, fixtures
+    plugin      the pytest plugin the engine loads in every process: options, the pipeline, collection
+    items       the suite's pytest items: a CaseItem per case x target, at the case's own file and line
     directory   RunDirectory: run.json, results.jsonl, transcripts
     console     Console: the verdict lines, progress bar and closing verdict table
     cli         `amqp-conformance run`

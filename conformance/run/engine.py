@@ -2,10 +2,10 @@
 
 This module owns how a run happens. `execute(plan, console)` starts the brokers (`targets.Brokers`), creates
 the run directory with the number of case x target pairs it schedules, and runs pytest in this process on the
-suite's anchor (`conformance/suite`, whose collector, in `conformance.run.plugin`, makes a `CaseItem` per pair)
-with a `Pipeline` object passed to `pytest.main(..., plugins=[pipeline])`. pytest does what it is good at: pytest-xdist schedules the
-items over worker processes (-n), the junitxml plugin writes junit.xml, allure-pytest writes allure-results.
-Its own console output is kept off the terminal; the `console` shows the verdicts instead.
+suite's anchor (`conformance/suite`, whose collector, `conformance.run.items.Suite`, makes a `CaseItem` per
+pair) with a `Pipeline` object passed to `pytest.main(..., plugins=[pipeline])`. pytest does what it is good
+at: pytest-xdist schedules the items over worker processes (-n), the junitxml plugin writes junit.xml,
+allure-pytest writes allure-results. Its own console output is kept off the terminal; the `console` shows the verdicts instead.
 
 `Pipeline` is that plugin object, in three roles: the controller of a run (`execute`, or `pytest --broker ...`
 through `conformance.run.plugin`), a pytest-xdist worker (built from what the controller sends it), or
@@ -38,7 +38,7 @@ from ..errors import ConformanceError, RunBroken, UsageError
 from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
 from .directory import RunDirectory, read_records
 from ..options import RunOptions
-from .items import CASES_NODEID, PIPELINE, CaseItem
+from .items import CASES_NODEID, PIPELINE, SUITE_DIR, CaseItem
 from .targets import Brokers, Target
 
 WORKER_INPUT = "amqp_conformance"        # key of the plan in pytest-xdist's workerinput
@@ -133,10 +133,9 @@ def execute(plan: Plan, console=None) -> Outcome:
 def _argv(plan: Plan, options: RunOptions, run: RunDirectory) -> list[str]:
     # The suite by its directory, with its own ini file and no conftest.py from above it: nothing of the
     # directory `run` is started from (its pytest.ini, conftest.py, installed pytest plugins) takes part.
-    suite_dir = Path(__file__).resolve().parent.parent / "suite"
-    argv = [str(suite_dir), "-c", str(suite_dir / "pytest.ini"), "--rootdir", str(suite_dir.parent.parent),
-            "--confcutdir", str(suite_dir), "--disable-plugin-autoload", "-p", "conformance.run.plugin", "-p", "no:cacheprovider",
-            "-p", "no:warnings", "-p", "no:stepwise", "-v", "--tb=line", "--run-dir", str(run.path)]
+    argv = [str(SUITE_DIR), "-c", str(SUITE_DIR / "pytest.ini"), "--rootdir", str(SUITE_DIR.parent.parent),
+            "--confcutdir", str(SUITE_DIR), "--disable-plugin-autoload", "-p", "conformance.run.plugin",
+            "-p", "no:cacheprovider", "-p", "no:warnings", "-p", "no:stepwise", "-v", "--tb=line", "--run-dir", str(run.path)]
     if not options.in_process:
         argv += ["-p", "xdist.plugin", "-n", str(options.workers)]
     if plan.junit:

@@ -88,3 +88,23 @@ def test_pytest_collects_the_suite_into_case_items(tmp_path):
                           capture_output=True, text=True, timeout=120, cwd=str(tmp_path),
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 1 and "needs a broker: pass --broker" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_verdict_becomes_the_documented_pytest_outcome():
+    import pytest
+
+    from conformance.run.items import NonStrict, _outcome
+    from conformance.verdict import CaseResult, Verdict
+
+    def result(verdict):
+        return CaseResult("2.6.8/1", "t", "2.6.8", "MUST", ["2.6.8/synchronous-get"], verdict, "why", "b")
+    for verdict in (Verdict.PASS, Verdict.INFORMATIONAL):
+        _outcome(result(verdict))                                    # passes, no warning
+    with pytest.warns(NonStrict, match="NON-STRICT 2.6.8/1 on b: why"):
+        _outcome(result(Verdict.NON_STRICT))
+    with pytest.raises(pytest.skip.Exception, match="unsupported: why"):
+        _outcome(result(Verdict.UNSUPPORTED))
+    with pytest.raises(pytest.fail.Exception, match="^FAIL 2.6.8/1 on b: why"):
+        _outcome(result(Verdict.FAIL))
+    with pytest.raises(pytest.fail.Exception, match="^ERROR: ERROR 2.6.8/1 on b: why"):
+        _outcome(result(Verdict.ERROR))
