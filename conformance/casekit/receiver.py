@@ -217,19 +217,18 @@ class ReceiverScript(LinkScript):
         return _body_of([frame])
 
     def bodies(self) -> list[bytes]:
-        out, current = [], []
-        for frame in self.received:
-            current.append(frame)
-            if not frame.body.more:
-                out.append(_body_of(current))
-                current = []
-        return out
+        return _bodies(self.received)
 
     def bodies_from_state(self) -> list[bytes]:
-        out, current = [], []
-        for frame in self.state.transfers:
-            current.append(frame)
-            if not frame.body.more:
-                out.append(_body_of(current))
-                current = []
-        return out
+        return _bodies(self.state.transfers)
+
+
+def _bodies(frames) -> list[bytes]:
+    """The body of each complete message the transfer frames carry, in order."""
+    out, current = [], []
+    for frame in frames:
+        current.append(frame)
+        if not frame.body.more:
+            out.append(_body_of(current))
+            current = []
+    return out
