@@ -288,6 +288,15 @@ class ClientCaseContext(CaseContext):
 
     # -- the scripted broker ---------------------------------------------------------------------------------
 
+    def open_receiver(self, credit: int, address: str = "q") -> tuple[ClientConnection, ClientLink]:
+        """The application connects and opens a receiver on `address` with `credit` (its credit window or
+        prefetch; 0: it pulls); the scripted broker answers its attach. Returns the connection and the link."""
+        conn = self.connect()
+        opened = self.app("receiver", address=address, credit=credit)
+        link = conn.expect_attach()
+        self.answer(opened)
+        return conn, link
+
     def connect(self, **_ignored) -> ClientConnection:
         """The application connects to our scripted broker; its connection, after the handshake."""
         if self.server is None:

@@ -1,7 +1,8 @@
 """The scripts a case is written in: connections, sessions, receiver and sender links.
 
-This module owns `ConnectionScript`, `SessionScript`, `ReceiverScript` and `SenderScript` (`link.flow`,
-`link.expect_transfers`, `session.echo`, ...). Each helper sends exactly the frames its name says, through
+This module owns `ConnectionScript` and `SessionScript` (`session.echo`, `session.barrier`, ...); the link
+scripts are `ReceiverScript` (receiver.py) and `SenderScript` (sender.py), their shared base `script_base.py`,
+and all are importable from here (`link.flow`, `link.expect_transfers`, ...). Each helper sends exactly the frames its name says, through
 the scripted peer, and nothing behind the case's back. An expectation that names a requirement records a
 finding on it when the frame does not come (or a wrong one does) and halts the case body (`CaseHalted`);
 a check on a value records a finding and goes on; a drain opens an obligation. Everything else that fails
@@ -10,45 +11,17 @@ is an ERROR. Outcomes the scripts report are enums (`Excess`), never prose to co
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any, Callable
 
-from ..peer import (
-    ConnectionLost, ExpectationTimeout, Peer, PeerError, Precluded, UnexpectedFrame, settle, summarize,
-)
-from ..wire import (
-    Accepted, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Header, Rejected, SequenceNo, Source, Target,
-    Transfer, DecodeError, decode_all, encode_message, serial_add, serial_diff,
-)
-from .findings import CaseHalted, SubjectUnobservable, SuiteError
+from ..peer import ConnectionLost, ExpectationTimeout, Peer, UnexpectedFrame, settle, summarize
+from ..wire import Attach, Begin, Close, Detach, End, Flow, Source, Target, serial_diff
+from ..peer.barrier import absence_window, answer_or_absence, begin_end_round_trip, link_round_trip
+from .script_base import AUTO, Excess, LinkScript, ScriptError, _arrived_text, _body_of  # noqa: F401 (re-exported)
+from .receiver import ReceiverScript
+from .sender import SenderScript
 
-AUTO = object()   # "fill this field from tracked state"
-
-
-class Excess(str, Enum):
-    """What a broker did with transfers sent beyond the credit it granted (2.6.7)."""
-
-    HANDLED = "handled"          # no error: handled as usual (queued)
-    DETACHED = "detached"        # detached the link with transfer-limit-exceeded
-    OTHER = "other"              # answered with another detach/end/close
-    DROPPED = "dropped"          # dropped the connection without a close frame
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class ScriptError(Exception):
-    """The case asked for something it cannot do (a bug in the case, or the broker gave too little)."""
-
-
-def _body_of(frames) -> bytes:
-    """The data section of the message the transfer frames carry (the payload when it has none). A payload
-    that does not decode is a suite error naming the transfer: never raw bytes judged as if they were a body."""
-    payload = b"".join(f.payload for f in frames)
-    try:
-        return next((section.value for section in decode_all(payload) if isinstance(section, Data)), payload)
-    except DecodeError as exc:
-        raise SuiteError(f"the message in {summarize(frames[0])} does not decode ({exc}): no body to judge") from None
+__all__ = ["AUTO", "ConnectionScript", "Excess", "LinkScript", "ReceiverScript", "ScriptError", "SenderScript",
+           "SessionScript"]
 
 
 class ConnectionScript:
@@ -76,17 +49,11 @@ class ConnectionScript:
 
 
     def begin_end_barrier(self) -> None:
-        """A round trip on the connection: begin a session on a free channel; the broker's begin is the answer
-        that orders it. The session is ended at once, but its end's answer is not part of the round trip: it
-        is taken when it comes (RabbitMQ 3.10 sometimes never answers that end, which cost a frame timeout),
-        and its channel stays out of use until then."""
+        """A round trip on the connection (`peer.barrier.begin_end_round_trip`). Its end's answer is taken
+        when it comes (RabbitMQ 3.10 sometimes never answers that end, which cost a frame timeout), and its
+        channel stays out of use until then."""
         channel = self._free_channel()
-        mark = self.peer.mark()
-        self.peer.send(Begin(next_outgoing_id=0, incoming_window=0, outgoing_window=0), channel)
-        gone = lambda f: isinstance(f.body, Close)
-        reply = self.peer.expect(Begin, after=mark, where=lambda f: f.body.remote_channel == channel, unless=gone)
-        self.peer.send(End(), channel)
-        self._ending[channel] = reply.channel
+        self._ending[channel] = begin_end_round_trip(self.peer, channel)
 
     def _free_channel(self) -> int:
         """The lowest channel not used by a session of the case or by a barrier whose end is unanswered."""
@@ -269,28 +236,8 @@ class SessionScript:
         handle = self._next_handle()          # free again once the barrier link is detached
         self._barriers += 1
         name = f"{self._link_name('barrier')}.{self._barriers}"    # a new name each time: a link's name is its identity
-        if through_queue:
-            attach = Attach(name=name, handle=handle, role=True, rcv_settle_mode=0,
-                            source=Source(address=self.ctx.address(queue, "source")), target=Target())
-        else:
-            attach = Attach(name=name, handle=handle, role=False, source=Source(),
-                            target=Target(address=self.ctx.address(queue, "target")), initial_delivery_count=0)
-        mark = self.peer.mark()
-        self.peer.send(attach, self.channel)
-        reply = self.peer.expect(Attach, channel=self.remote_channel, after=mark, where=lambda f: f.body.name == name,
-                                 unless=self._gone)
-        self.peer.send(Detach(handle=handle, closed=True), self.channel)
-        theirs = reply.body.handle
-        self.peer.expect(Detach, channel=self.remote_channel, handle=theirs, after=mark, unless=self._gone)
-        # the barrier link's own frames (a credit flow) must not be taken for a later link's on a reused handle
-        own = {id(f) for f in self.peer.arrived[mark:] if getattr(f, "channel", None) == self.remote_channel
-               and getattr(getattr(f, "body", None), "handle", None) == theirs}
-        while own:
-            try:
-                own.discard(id(self.peer.expect(channel=self.remote_channel, after=mark, timeout=0,
-                                                where=lambda f: id(f) in own)))
-            except ExpectationTimeout:
-                break
+        link_round_trip(self.peer, self.channel, self.remote_channel, handle, name, through_queue=through_queue,
+                        address=self.ctx.address(queue, "source" if through_queue else "target"), gone=self._gone)
 
     def settle_by_barrier(self, queue: str | None = None, *, through_queue: bool = False) -> None:
         """Before watching a quiet period: a barrier round trip, so the quiet period starts once the broker
@@ -305,28 +252,15 @@ class SessionScript:
 
     def answer_or_absence(self, expect: Callable[[float | None], Any], *, through_queue: bool = False,
                           queue: str | None = None, on_connection: bool = False) -> Any:
-        """The answer to a request just sent, or proof that none is coming, without waiting the frame timeout:
-        `expect(timeout)` waits for the answer (raising ExpectationTimeout when it does not come). If it is not
-        here yet, a barrier round trip (`barrier`) shows the broker processed the request, then the answer
-        may still come within `absence_window()`: an answer the broker sends on another
-        path than the barrier's (another process, queue or link) lands in it. A broker that answers neither
-        the request nor the barrier: ExpectationTimeout after the frame timeout, as before."""
-        try:
-            return expect(0)
-        except Precluded:
-            raise
-        except ExpectationTimeout:
-            pass
-        try:
-            self.barrier(queue, through_queue=through_queue, on_connection=on_connection)
-        except Precluded:             # the session or connection ended: the answer came before it, or never
-            return expect(0)
-        return expect(self.absence_window())
+        """The answer to a request just sent, or proof that none is coming (`peer.barrier.answer_or_absence`),
+        the barrier being this session's (`barrier`)."""
+        return answer_or_absence(
+            expect, lambda: self.barrier(queue, through_queue=through_queue, on_connection=on_connection),
+            self.absence_window())
 
     def absence_window(self) -> float:
-        """How long an answer may still come after the barrier's: the quiet period plus the round trip measured
-        at the handshake (as `expect_nothing` watches)."""
-        return self.ctx.options.quiet_period + self.peer.round_trip
+        """How long an answer may still come after the barrier's (`peer.barrier.absence_window`)."""
+        return absence_window(self.peer, self.ctx.options.quiet_period)
 
     # -- errors ------------------------------------------------------------------------------------------
 
@@ -406,452 +340,3 @@ class SessionScript:
                          "the broker's next-outgoing-id is not its initial one plus the transfers it sent",
                          expected=f"next-outgoing-id {expected & 0xFFFFFFFF:#x}",
                          actual=f"next-outgoing-id {int(flow.next_outgoing_id):#x}")
-
-
-def _arrived_text(exc: PeerError) -> str:
-    arrived = getattr(exc, "arrived", []) or []
-    return "; ".join(summarize(f) for f in arrived[-6:]) or "nothing"
-
-
-class LinkScript:
-    is_sender = False
-
-    def __init__(self, session: SessionScript, queue: str, name: str, handle: int):
-        self.session = session
-        self.ctx = session.ctx
-        self.peer = session.peer
-        self.queue = queue
-        self.name = name
-        self.handle = handle
-        self.connection = session.connection
-        self.broker_attach: Attach | None = None
-        self._mark = 0
-
-    @property
-    def state(self):
-        return self.session.state.links[self.handle]
-
-    @property
-    def broker_handle(self) -> int:
-        return self.state.remote_handle
-
-    def _gone(self, frame) -> bool:
-        """Whether `frame` ends this link (the broker's detach of it), its session or the connection."""
-        return self.session._gone(frame) or (isinstance(frame.body, Detach) and frame.channel == self.session.remote_channel
-                                            and frame.body.handle == self.broker_handle)
-
-    def _await_attach(self) -> None:
-        try:
-            frame = self.peer.expect((Attach, Detach, End, Close),
-                                     where=lambda f: not isinstance(f.body, Attach) or f.body.name == self.name)
-        except ExpectationTimeout as exc:
-            raise ScriptError(f"the broker did not answer the attach of {self.name}: {exc}") from None
-        if not isinstance(frame.body, Attach):
-            raise ScriptError(f"the broker refused the link to {self.queue}: {summarize(frame)}")
-        self.broker_attach = frame.body
-        if frame.body.source is None and frame.body.target is None:
-            # a refused attach is followed by a detach (2.6.3)
-            try:
-                detach = self.peer.expect(Detach, timeout=self.ctx.options.quiet_period)
-                raise ScriptError(f"the broker refused the link to {self.queue}: {summarize(detach)}")
-            except ExpectationTimeout:
-                pass
-
-    @property
-    def delivery_count(self):
-        return SequenceNo(self.state.delivery_count)
-
-    def require_credit(self, flow: Flow, expected: int, *, requirement: str, why: str) -> None:
-        got = flow.link_credit
-        self.ctx.require(got is not None and int(got) == expected, requirement,
-                         f"link-credit {got} in the broker's flow, expected {expected}: {why}",
-                         expected=f"link-credit {expected}", actual=f"link-credit {got}")
-
-    def require_delivery_count(self, flow: Flow, expected: int, *, requirement: str, why: str) -> None:
-        expected = int(expected) & 0xFFFFFFFF
-        got = flow.delivery_count
-        self.ctx.require(got is not None and int(got) == expected, requirement,
-                         f"delivery-count {'missing' if got is None else f'{int(got):#x}'}, expected {expected:#x}: {why}",
-                         expected=f"delivery-count {expected:#x}",
-                         actual="delivery-count absent" if got is None else f"delivery-count {int(got):#x}")
-
-
-class ReceiverScript(LinkScript):
-    """The peer receives on this link (the broker is the sender)."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.received: list = []          # transfer frames consumed by the case, in order
-
-    def flow(self, *, link_credit: int, drain: bool = False, echo: bool = False, delivery_count: Any = AUTO,
-             **fields) -> None:
-        values = dict(handle=self.handle, link_credit=link_credit, drain=drain or None, echo=echo or None, **fields)
-        if delivery_count is not AUTO:
-            values["delivery_count"] = int(delivery_count) & 0xFFFFFFFF if delivery_count is not None else None
-        self._mark = self.peer.mark()
-        sent = self.peer.flow(self.session.channel, **values).body
-        base = sent.delivery_count if sent.delivery_count is not None else self.state.initial_delivery_count
-        limit = serial_add(int(base), link_credit)      # the delivery-limit this flow identifies
-        if drain:
-            self.ctx.oblige("2.6.7/drain-advance", f"the drain of link {self.name}", self.connection,
-                            self.session.remote_channel, self._drain_answer(limit))
-        return limit
-
-    def _drain_answer(self, limit: int) -> Callable[[Any], bool]:
-        """What answers our drain up to `limit`: a flow for the link with link-credit 0, a detach of it, or
-        transfers that use the credit up (the drain rule: a drained flow is owed only when credit is left
-        after the sender sent what it had; 2.7.4 drain: "how the sender SHOULD behave when insufficient
-        messages are available to consume the current link-credit"; 2.6.7: "If the sender's drain flag is set
-        and there are no available messages, ..."). Called on the broker's later frames in transcript order:
-        it counts the messages it is shown from the receiver's delivery-count when the drain was sent."""
-        channel, handle = self.session.remote_channel, self.broker_handle
-        count = [int(self.state.delivery_count)]
-
-        def answers(f) -> bool:
-            body = f.body
-            if f.channel != channel or getattr(body, "handle", None) != handle:
-                return False
-            if isinstance(body, Transfer) and not body.more:
-                count[0] = serial_add(count[0], 1)
-                return serial_diff(count[0], limit) <= 0          # the delivery-count reached the limit
-            return isinstance(body, Detach) or (isinstance(body, Flow) and body.link_credit == 0)
-        return answers
-
-    def _next_transfer(self, timeout: float | None):
-        """The next transfer on this link. One that is late: after the absence window, a barrier through the
-        queue, then the window again (a broker that stopped answering: the frame timeout)."""
-        def wait(t):
-            return self.peer.expect(Transfer, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    timeout=t, unless=self._gone)
-        if timeout is not None:
-            return wait(timeout)
-        try:
-            return wait(self.session.absence_window())
-        except Precluded:
-            raise
-        except ExpectationTimeout:
-            pass
-        return self.session.answer_or_absence(wait, through_queue=True, queue=self.queue)
-
-    def _expect_transfer(self, requirement: str, count_so_far: int, wanted: int, timeout: float | None):
-        """The next transfer on this link (`_next_transfer`); none: a finding on `requirement` (halts)."""
-        try:
-            return self._next_transfer(timeout)
-        except (ExpectationTimeout, ConnectionLost) as exc:
-            self.ctx.halt(requirement, f"expected {wanted} transfers, {count_so_far} arrived",
-                          expected=f"{wanted} transfers", actual=_arrived_text(exc), conn=self.connection)
-
-    def expect_transfers(self, n: int, *, requirement: str, timeout: float | None = None) -> list:
-        """Wait for n complete messages on this link; returns their transfer frames."""
-        frames = []
-        messages = 0
-        while messages < n:
-            frame = self._expect_transfer(requirement, messages, n, timeout)
-            frames.append(frame)
-            self.received.append(frame)
-            if not frame.body.more:
-                messages += 1
-        return frames
-
-    def expect_message(self, *, requirement: str) -> list:
-        return self.expect_transfers(1, requirement=requirement)
-
-    def expect_no_transfer(self, *, requirement: str, why: str | None = None) -> list:
-        """No transfer on this link: a barrier round trip through the queue (whatever the broker was going to
-        send for our requests is on its way), then the quiet period."""
-        self.session.settle_by_barrier(self.queue, through_queue=True)
-        try:
-            return self.peer.expect_nothing(Transfer, channel=self.session.remote_channel, handle=self.broker_handle)
-        except UnexpectedFrame as exc:
-            reason = "a transfer arrived beyond the delivery-limit" + (f": {why}" if why else "")
-            self.ctx.halt(requirement, reason, expected="no transfer", actual=summarize(exc.frame),
-                          conn=self.connection)
-
-    def expect_flow(self, *, requirement: str, **matchers) -> Flow:
-        """The broker's flow for this link after our last flow (e.g. the answer to drain or echo)."""
-        try:
-            return self._answer(**matchers).body
-        except (ExpectationTimeout, ConnectionLost) as exc:
-            want = ", ".join(f"{k.replace('_', '-')}={v}" for k, v in matchers.items())
-            self.ctx.halt(requirement, f"no flow({want}) from the broker for this link",
-                          expected=f"flow({want})", actual=_arrived_text(exc), conn=self.connection)
-
-    def expect_drain_completed(self, start: int, credit: int, *, messages: int, requirement: str) -> Flow | None:
-        """After flow(link-credit=`credit`, drain=true) at delivery-count `start` with at least `messages`
-        messages queued: the transfers the broker sends for it (up to min(messages, credit); fewer is a finding
-        on `requirement`, the case goes on), then the drain rule. Credit left after the transfers: the drained
-        flow is owed (2.6.7: "If the sender's drain flag is set and there are no available messages, the sender
-        MUST advance its delivery-count until link-credit is zero, and send its updated flow state"), its
-        absence a finding on 2.6.7/drain-advance (halts). Credit used up by the transfers: the drain is
-        complete (2.7.4 drain: "how the sender SHOULD behave when insufficient messages are available to
-        consume the current link-credit"); a flow after them is recorded (`drained_flow`), never owed, and
-        judged if it comes. Returns the broker's flow, or None."""
-        wanted = min(messages, credit)
-        got = 0
-        after = self._mark          # the broker's flows from here on; once the credit is used, after the last transfer
-        while got < wanted:
-            try:
-                frame = self._next_transfer(None)
-            except (ExpectationTimeout, ConnectionLost) as exc:
-                finding = self.ctx.add_finding(requirement, f"expected {wanted} transfers for the drain, {got} "
-                                               "arrived", expected=f"{wanted} transfers", actual=_arrived_text(exc),
-                                               conn=self.connection)
-                if isinstance(exc, (Precluded, ConnectionLost)):
-                    raise CaseHalted(finding) from None   # ended: the open drain obligation judges the rest
-                break
-            self.received.append(frame)
-            after = self._position(frame.body) + 1
-            if not frame.body.more:
-                got += 1
-        if got < credit:
-            reply = self.expect_flow(requirement="2.6.7/drain-advance", link_credit=0)
-            self.require_after_transfers(reply, requirement="2.6.7/drain-advance")
-            self.require_delivery_count(reply, serial_add(int(start), credit), requirement="2.6.7/drain-advance",
-                                        why=f"{got} transfers plus {credit - got} unused credits advance the "
-                                            f"delivery-count by {credit}")
-            self.ctx.observe(drained_flow="owed: credit was left after the transfers")
-            return reply
-        reply = self.await_flow(after=after)    # a flow sent before the transfers (RabbitMQ 3.10's) is not this one
-        self.ctx.observe(drained_flow="sent after the transfers (not owed: they used the credit)" if reply is not None
-                         else "none: the transfers used the credit (the drain is complete without one)")
-        if reply is not None:
-            self.require_delivery_count(reply, serial_add(int(start), credit),
-                                        requirement="2.7.4/sender-delivery-count-set",
-                                        why=f"the flow after {got} transfers carries the current delivery-count")
-            self.require_credit(reply, 0, requirement="2.6.7/credit-decrease-on-send",
-                                why=f"{got} transfers used the credit of {credit}")
-        return reply
-
-    def await_flow(self, *, after: int | None = None) -> Flow | None:
-        """The broker's flow for this link after our last flow (or after the arrival position `after`), or None
-        (judges nothing: for a case that uses an optional answer, e.g. to echo, only as a means)."""
-        try:
-            return self._answer(after=after).body
-        except (ExpectationTimeout, ConnectionLost):
-            return None
-
-    def arrived_flow(self) -> Flow | None:
-        """The broker's flow for this link after our last flow if it has arrived, else None, without waiting
-        (after a barrier round trip, whatever the broker sent in answer is here): an optional answer."""
-        try:
-            return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    after=self._mark, timeout=0, unless=self._gone).body
-        except (ExpectationTimeout, ConnectionLost):
-            return None
-
-    def _answer(self, *, after: int | None = None, **matchers):
-        """The broker's flow for this link after our last flow (or `after`): at once if here, else after a
-        barrier through the queue and the absence window (the frame timeout only for a broker that answers
-        nothing)."""
-        after = self._mark if after is None else after
-        return self.session.answer_or_absence(lambda timeout: self.peer.expect(
-            Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=after, timeout=timeout,
-            unless=self._gone, **matchers), on_connection=True)
-
-    def _position(self, body) -> int:
-        for i, item in enumerate(self.peer.arrived):
-            if getattr(item, "body", None) is body:
-                return i
-        return len(self.peer.arrived)
-
-    def take_transfers_before(self, flow_body) -> int:
-        """Consume the transfers on this link that arrived before `flow_body` (in flight when the broker
-        processed our flow); return how many messages were received before it in total."""
-        pos = self._position(flow_body)
-        while True:
-            try:
-                frame = self.peer.expect(Transfer, channel=self.session.remote_channel, handle=self.broker_handle,
-                                         timeout=0, where=lambda f: self._position(f.body) < pos)
-            except ExpectationTimeout:
-                break
-            self.received.append(frame)
-        return sum(1 for f in self.received if not f.body.more)
-
-    def require_after_transfers(self, flow_body, *, requirement: str) -> None:
-        pos = self._position(flow_body)
-        later = [item for item in self.peer.arrived[pos + 1:] if isinstance(getattr(item, "body", None), Transfer)
-                 and item.body.handle == self.broker_handle]
-        self.ctx.require(not later, requirement, "a transfer arrived after the drained flow",
-                         expected="the drained flow last", actual=summarize(later[0]) if later else "")
-
-    def body_of(self, frame) -> bytes:
-        return _body_of([frame])
-
-    def bodies(self) -> list[bytes]:
-        out, current = [], []
-        for frame in self.received:
-            current.append(frame)
-            if not frame.body.more:
-                out.append(_body_of(current))
-                current = []
-        return out
-
-    def bodies_from_state(self) -> list[bytes]:
-        out, current = [], []
-        for frame in self.state.transfers:
-            current.append(frame)
-            if not frame.body.more:
-                out.append(_body_of(current))
-                current = []
-        return out
-
-
-class SenderScript(LinkScript):
-    """The peer sends on this link (the broker is the receiver)."""
-
-    is_sender = True
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.sent: dict[int, bytes] = {}      # delivery-id -> body
-        self.durable = False                  # header(durable=true) on every message
-
-    @property
-    def credit(self) -> int:
-        return self.state.link_credit
-
-    def expect_credit(self, *, requirement: str, timeout: float | None = None) -> Flow:
-        try:
-            return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    link_credit=lambda c: c is not None and c > 0, timeout=timeout).body
-        except (ExpectationTimeout, ConnectionLost) as exc:
-            self.ctx.halt(requirement, "the broker granted no link-credit to the publisher",
-                          expected="flow(link-credit > 0)", actual=_arrived_text(exc), conn=self.connection)
-
-    def wait_for_credit(self, quiet: bool = True) -> int:
-        try:
-            self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
-                             link_credit=lambda c: c is not None and c > 0, timeout=self.ctx.options.quiet_period * 4)
-        except ExpectationTimeout:
-            return 0
-        return self.credit
-
-    def require_credit_at_least(self, n: int) -> None:
-        if self.credit < n:
-            raise SubjectUnobservable(f"the broker granted {self.credit} credits and the case needs {n}",
-                                      observations={"credit": self.credit})
-
-    def transfer(self, body: bytes, *, allow_without_credit: bool = False, ignore_session_window: bool = False,
-                 settled: bool = False) -> Any:
-        if self.credit <= 0 and not allow_without_credit:
-            raise ScriptError("the case tried to send without link-credit (2.6.7 forbids it)")
-        s = self.session.state
-        if not ignore_session_window and s.remote_incoming_window is not None and s.remote_incoming_window <= 0:
-            raise ScriptError("the case tried to send beyond the broker's incoming-window")
-        sections = (Header(durable=True), Data(body)) if self.durable else (Data(body),)
-        frame = self.peer.transfer(self.session.channel, self.handle, encode_message(*sections),
-                                   settled=settled or None)
-        self.sent[int(frame.body.delivery_id)] = body
-        return frame
-
-    def echo(self, *, requirement: str | None, settled: bool = False) -> Flow | None:
-        """flow(echo=true) on this sender link; returns the broker's flow that reflects every transfer sent
-        (flows the broker sent before it processed them may arrive first and are skipped). A flow ahead of
-        our delivery-count is returned at once (the caller's check fails it). With requirement None (echo
-        only as a means), no answer returns None. `settled`: the caller has just let the connection go quiet
-        (`flow_after_transfers`); no second quiet period first."""
-        if not settled:
-            settle(self.peer, self.ctx.options.quiet_period)
-        mark = self.peer.mark()
-        ours = self.state.delivery_count
-        self.peer.flow(self.session.channel, handle=self.handle, link_credit=None, echo=True)
-
-        def current(f):
-            dc = f.body.delivery_count
-            return dc is None or serial_diff(int(dc), ours) <= 0
-        try:
-            return self.session.answer_or_absence(lambda timeout: self.peer.expect(
-                Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=mark, where=current,
-                timeout=timeout, unless=self._gone), on_connection=True).body
-        except (ExpectationTimeout, ConnectionLost) as exc:
-            if requirement is None:       # echo only as a means: no answer is no finding
-                return None
-            self.ctx.halt(requirement, "the broker did not answer flow(echo=true) on the publisher link with "
-                          "its current state", expected="a flow for this link", actual=_arrived_text(exc),
-                          conn=self.connection)
-
-    def await_outcomes(self, n: int) -> int:
-        """Wait (bounded) until the broker settled or gave outcomes for `n` of our deliveries; how many did."""
-        def count() -> int:
-            return len(self.accepted_bodies()) + self.rejected_count()
-        while count() < n:
-            try:
-                self.peer.expect(Disposition, channel=self.session.remote_channel,
-                                 timeout=self.ctx.options.quiet_period * 2)
-            except (ExpectationTimeout, ConnectionLost):
-                break
-        return count()
-
-    def ended_by_broker(self) -> str | None:
-        """The broker's detach of this link, end of its session or close, if one arrived (summarized)."""
-        for item in self.peer.arrived:
-            body = getattr(item, "body", None)
-            if (isinstance(body, Detach) and item.channel == self.session.remote_channel
-                    and body.handle == self.broker_handle) or isinstance(body, Close) or (
-                    isinstance(body, End) and item.channel == self.session.remote_channel):
-                return summarize(item)
-        return None
-
-    def flow_after_transfers(self) -> Flow | None:
-        """The latest flow the broker sent for this link on its own whose delivery-count is not behind ours
-        (it was sent after every transfer of ours arrived: a credit top-up), after a bounded quiet period;
-        None if none came. Earlier flows, crossing our transfers, are the model's to judge."""
-        ours = self.state.delivery_count
-        settle(self.peer, self.ctx.options.quiet_period)
-        flows = [f.body for f in self.peer.received(Flow) if f.channel == self.session.remote_channel
-                 and f.body.handle == self.broker_handle and f.body.delivery_count is not None
-                 and serial_diff(ours, int(f.body.delivery_count)) >= 0]
-        return flows[-1] if flows else None
-
-    def expect_handled_or_detached(self, sent: int, *, condition: str, requirement: str) -> tuple["Excess", str]:
-        """After transfers beyond credit: (what the broker did, how it looked). A dropped connection
-        halts the case with a finding on `requirement`."""
-        try:
-            frame = self.session.answer_or_absence(
-                lambda timeout: self.peer.expect((Detach, End, Close), timeout=timeout), queue=self.queue)
-        except ExpectationTimeout:
-            return Excess.HANDLED, "handled"
-        except ConnectionLost:
-            self.ctx.halt(requirement, "the broker dropped the connection after excess transfers instead of "
-                          "detaching the link with an error",
-                          expected=f"handled, or detach({condition})", actual="connection lost", conn=self.connection)
-        got = Peer.error_condition(frame)
-        if isinstance(frame.body, Detach) and got == condition:
-            return Excess.DETACHED, f"detached the link with {condition}"
-        return Excess.OTHER, f"answered with {summarize(frame)}"
-
-    def accepted_bodies(self) -> list[bytes]:
-        accepted = []
-        for item in self.peer.arrived:
-            body = getattr(item, "body", None)
-            if isinstance(body, Disposition) and body.role is True and isinstance(body.state, Accepted):
-                last = body.last if body.last is not None else body.first
-                span = serial_diff(int(body.first), int(last))
-                for i in range(span + 1):
-                    did = serial_add(int(body.first), i)
-                    if did in self.sent:
-                        accepted.append(self.sent[did])
-        return accepted
-
-    def rejected_count(self) -> int:
-        return sum(1 for item in self.peer.arrived if isinstance(getattr(item, "body", None), Disposition)
-                   and isinstance(item.body.state, Rejected))
-
-    def publish_after_clear(self, count: int) -> bool:
-        for i in range(count):
-            if self.peer.closed_by_remote:
-                return False
-            deadline_ok = True
-            while self.credit <= 0 or (self.session.state.remote_incoming_window or 0) <= 0:
-                try:
-                    self.peer.expect(Flow, channel=self.session.remote_channel, timeout=self.ctx.options.frame_timeout)
-                except (ExpectationTimeout, ConnectionLost):
-                    deadline_ok = False
-                    break
-            if not deadline_ok:
-                return False
-            try:     # a connection the broker dropped shows here when its FIN was not read yet
-                self.transfer(f"{self.queue}+{i}".encode())
-            except ConnectionLost:
-                return False
-        return True

@@ -13,10 +13,7 @@ from ..wire import Close, Detach, End, Flow
 def client_stop_consumer(ctx):
     """Stopping the transfers on a link is accomplished by updating the link-credit to be zero and sending the
     updated flow state; transfers in flight may still arrive. What the library does is recorded."""
-    conn = ctx.connect()
-    opened = ctx.app("receiver", address="q", credit=5)
-    link = conn.expect_attach()
-    ctx.answer(opened)
+    conn, link = ctx.open_receiver(5)
     conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     conn.transfer(link, "before-stop")
     ctx.do("receive", timeout_ms=1000)

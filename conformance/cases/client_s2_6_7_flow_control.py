@@ -16,14 +16,6 @@ WINDOW = 5
 SEND_WAIT_MS = 8000      # a library's own wait for credit per message: longer than our longest pause
 
 
-def _receiver(ctx, credit):
-    conn = ctx.connect()
-    opened = ctx.app("receiver", address="q", credit=credit)
-    link = conn.expect_attach()
-    ctx.answer(opened)
-    return conn, link
-
-
 def _take_the_rest(conn, link, taken: int, total: int, sending) -> None:
     """Grant what is still to come, one flow per transfer taken, until `total` transfers were taken or the
     application stopped sending (its send answered: e.g. the library's own send timeout)."""
@@ -54,7 +46,7 @@ def _sender(ctx):
 def client_credit_window_across_wrap(ctx):
     """The receiver's view of the formula: its delivery-count is the sender's last known (RFC 1982 across the
     wrap), and its link-credit counts from there, so delivery-count + link-credit is its limit."""
-    conn, link = _receiver(ctx, WINDOW)
+    conn, link = ctx.open_receiver(WINDOW)
     first = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     for i in range(WINDOW):
         conn.transfer(link, f"w{i}")
@@ -90,7 +82,7 @@ def client_credit_window_across_wrap(ctx):
 def client_transfer_beyond_credit(ctx):
     """2.6.7: a receiver MAY handle excess messages normally or detach with transfer-limit-exceeded. Recorded;
     a later flow must still carry the sender's delivery-count (both transfers counted)."""
-    conn, link = _receiver(ctx, 0)
+    conn, link = ctx.open_receiver(0)
     got = ctx.app("receive", timeout_ms=1000)
     conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     conn.transfer(link, "within")

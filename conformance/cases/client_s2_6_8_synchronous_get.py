@@ -17,10 +17,7 @@ def _get_with_timeout(ctx):
     """The application opens a receiver with no prefetch and gets with TIMEOUT_MS on an empty queue: the
     connection, our link, the pending receive, the client's credit grant and its drain flow (None when it sent
     none within the timeout and the answer window)."""
-    conn = ctx.connect()
-    opened = ctx.app("receiver", address="q", credit=0)
-    link = conn.expect_attach()
-    ctx.answer(opened)
+    conn, link = ctx.open_receiver(0)
     got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
     grant = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     try:

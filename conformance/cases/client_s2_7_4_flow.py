@@ -8,21 +8,13 @@ from ..wire import Close, End, Flow
 from ..wire.serial import serial_add
 
 
-def _receiver(ctx, credit):
-    conn = ctx.connect()
-    opened = ctx.app("receiver", address="q", credit=credit)
-    link = conn.expect_attach()
-    ctx.answer(opened)
-    return conn, link
-
-
 @case("2.7.4/101", "Client receiver's first flow after our attach carries our initial delivery-count",
       ["2.7.4/receiver-delivery-count"], kind="client",
       expectation="attach(initial-delivery-count=2^32-5) -> the client's flow: delivery-count=2^32-5")
 def client_flow_delivery_count(ctx):
     """2.7.4: from the receiver, delivery-count MUST be the last known value of the sending endpoint (and MUST
     NOT be set before it has seen the sender's attach)."""
-    conn, link = _receiver(ctx, 5)
+    conn, link = ctx.open_receiver(5)
     conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     conn.transfer(link, "one")
     ctx.do("receive", timeout_ms=1000)
@@ -66,7 +58,7 @@ def client_sender_echo(ctx):
       expectation="flow(delivery-count, link-credit, echo=true) from our sender -> the client's flow")
 def client_receiver_echo(ctx):
     """2.7.4 echo, the other way: the sender asks the receiving client for its state."""
-    conn, link = _receiver(ctx, 5)
+    conn, link = ctx.open_receiver(5)
     conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     conn.flow(link, link_credit=5, available=0, echo=True)
     try:
@@ -83,7 +75,7 @@ def client_receiver_echo(ctx):
 def client_unattached_handle(ctx):
     """2.7.4: If set to a handle that is not currently associated with an attached link, the recipient MUST
     respond by ending the session with an unattached-handle session error."""
-    conn, link = _receiver(ctx, 5)
+    conn, link = ctx.open_receiver(5)
     conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
     conn.peer.flow(link.channel, handle=link.handle + 9, delivery_count=0, link_credit=1)
     try:

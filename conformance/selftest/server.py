@@ -137,13 +137,8 @@ class ReferenceBroker:
                 pass
 
     def _flush(self, conn: BrokerConnection) -> None:
-        data = conn.take()
+        self._send_bytes(conn, conn.take())
         sock = self._sockets.get(conn)
-        if data and sock is not None:
-            try:
-                sock.sendall(data)
-            except OSError:
-                pass
         if conn.closed and sock is not None:
             try:
                 sock.shutdown(socket.SHUT_WR)

@@ -1,0 +1,234 @@
+"""The receiver link script: the peer receives, the broker sends.
+
+This module owns `ReceiverScript`: our flows (a drain opens the 2.6.7/drain-advance obligation), waiting for
+transfers (late ones after a barrier through the queue), proving none comes, the broker's answer to a drain
+or echo, and the bodies of the messages received.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..peer import ConnectionLost, ExpectationTimeout, Precluded, UnexpectedFrame, summarize
+from ..wire import Detach, Flow, Transfer, serial_add, serial_diff
+from .findings import CaseHalted
+from .script_base import AUTO, LinkScript, _arrived_text, _body_of
+
+
+class ReceiverScript(LinkScript):
+    """The peer receives on this link (the broker is the sender)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.received: list = []          # transfer frames consumed by the case, in order
+
+    def flow(self, *, link_credit: int, drain: bool = False, echo: bool = False, delivery_count: Any = AUTO,
+             **fields) -> None:
+        values = dict(handle=self.handle, link_credit=link_credit, drain=drain or None, echo=echo or None, **fields)
+        if delivery_count is not AUTO:
+            values["delivery_count"] = int(delivery_count) & 0xFFFFFFFF if delivery_count is not None else None
+        self._mark = self.peer.mark()
+        sent = self.peer.flow(self.session.channel, **values).body
+        base = sent.delivery_count if sent.delivery_count is not None else self.state.initial_delivery_count
+        limit = serial_add(int(base), link_credit)      # the delivery-limit this flow identifies
+        if drain:
+            self.ctx.oblige("2.6.7/drain-advance", f"the drain of link {self.name}", self.connection,
+                            self.session.remote_channel, self._drain_answer(limit))
+        return limit
+
+    def _drain_answer(self, limit: int) -> Callable[[Any], bool]:
+        """What answers our drain up to `limit`: a flow for the link with link-credit 0, a detach of it, or
+        transfers that use the credit up (the drain rule: a drained flow is owed only when credit is left
+        after the sender sent what it had; 2.7.4 drain: "how the sender SHOULD behave when insufficient
+        messages are available to consume the current link-credit"; 2.6.7: "If the sender's drain flag is set
+        and there are no available messages, ..."). Called on the broker's later frames in transcript order:
+        it counts the messages it is shown from the receiver's delivery-count when the drain was sent."""
+        channel, handle = self.session.remote_channel, self.broker_handle
+        count = [int(self.state.delivery_count)]
+
+        def answers(f) -> bool:
+            body = f.body
+            if f.channel != channel or getattr(body, "handle", None) != handle:
+                return False
+            if isinstance(body, Transfer) and not body.more:
+                count[0] = serial_add(count[0], 1)
+                return serial_diff(count[0], limit) <= 0          # the delivery-count reached the limit
+            return isinstance(body, Detach) or (isinstance(body, Flow) and body.link_credit == 0)
+        return answers
+
+    def _next_transfer(self, timeout: float | None):
+        """The next transfer on this link. One that is late: after the absence window, a barrier through the
+        queue, then the window again (a broker that stopped answering: the frame timeout)."""
+        def wait(t):
+            return self.peer.expect(Transfer, channel=self.session.remote_channel, handle=self.broker_handle,
+                                    timeout=t, unless=self._gone)
+        if timeout is not None:
+            return wait(timeout)
+        try:
+            return wait(self.session.absence_window())
+        except Precluded:
+            raise
+        except ExpectationTimeout:
+            pass
+        return self.session.answer_or_absence(wait, through_queue=True, queue=self.queue)
+
+    def _expect_transfer(self, requirement: str, count_so_far: int, wanted: int, timeout: float | None):
+        """The next transfer on this link (`_next_transfer`); none: a finding on `requirement` (halts)."""
+        try:
+            return self._next_transfer(timeout)
+        except (ExpectationTimeout, ConnectionLost) as exc:
+            self.ctx.halt(requirement, f"expected {wanted} transfers, {count_so_far} arrived",
+                          expected=f"{wanted} transfers", actual=_arrived_text(exc), conn=self.connection)
+
+    def expect_transfers(self, n: int, *, requirement: str, timeout: float | None = None) -> list:
+        """Wait for n complete messages on this link; returns their transfer frames."""
+        frames = []
+        messages = 0
+        while messages < n:
+            frame = self._expect_transfer(requirement, messages, n, timeout)
+            frames.append(frame)
+            self.received.append(frame)
+            if not frame.body.more:
+                messages += 1
+        return frames
+
+    def expect_message(self, *, requirement: str) -> list:
+        return self.expect_transfers(1, requirement=requirement)
+
+    def expect_no_transfer(self, *, requirement: str, why: str | None = None) -> list:
+        """No transfer on this link: a barrier round trip through the queue (whatever the broker was going to
+        send for our requests is on its way), then the quiet period."""
+        self.session.settle_by_barrier(self.queue, through_queue=True)
+        try:
+            return self.peer.expect_nothing(Transfer, channel=self.session.remote_channel, handle=self.broker_handle)
+        except UnexpectedFrame as exc:
+            reason = "a transfer arrived beyond the delivery-limit" + (f": {why}" if why else "")
+            self.ctx.halt(requirement, reason, expected="no transfer", actual=summarize(exc.frame),
+                          conn=self.connection)
+
+    def expect_flow(self, *, requirement: str, **matchers) -> Flow:
+        """The broker's flow for this link after our last flow (e.g. the answer to drain or echo)."""
+        try:
+            return self._answer(**matchers).body
+        except (ExpectationTimeout, ConnectionLost) as exc:
+            want = ", ".join(f"{k.replace('_', '-')}={v}" for k, v in matchers.items())
+            self.ctx.halt(requirement, f"no flow({want}) from the broker for this link",
+                          expected=f"flow({want})", actual=_arrived_text(exc), conn=self.connection)
+
+    def expect_drain_completed(self, start: int, credit: int, *, messages: int, requirement: str) -> Flow | None:
+        """After flow(link-credit=`credit`, drain=true) at delivery-count `start` with at least `messages`
+        messages queued: the transfers the broker sends for it (up to min(messages, credit); fewer is a finding
+        on `requirement`, the case goes on), then the drain rule. Credit left after the transfers: the drained
+        flow is owed (2.6.7: "If the sender's drain flag is set and there are no available messages, the sender
+        MUST advance its delivery-count until link-credit is zero, and send its updated flow state"), its
+        absence a finding on 2.6.7/drain-advance (halts). Credit used up by the transfers: the drain is
+        complete (2.7.4 drain: "how the sender SHOULD behave when insufficient messages are available to
+        consume the current link-credit"); a flow after them is recorded (`drained_flow`), never owed, and
+        judged if it comes. Returns the broker's flow, or None."""
+        wanted = min(messages, credit)
+        got = 0
+        after = self._mark          # the broker's flows from here on; once the credit is used, after the last transfer
+        while got < wanted:
+            try:
+                frame = self._next_transfer(None)
+            except (ExpectationTimeout, ConnectionLost) as exc:
+                finding = self.ctx.add_finding(requirement, f"expected {wanted} transfers for the drain, {got} "
+                                               "arrived", expected=f"{wanted} transfers", actual=_arrived_text(exc),
+                                               conn=self.connection)
+                if isinstance(exc, (Precluded, ConnectionLost)):
+                    raise CaseHalted(finding) from None   # ended: the open drain obligation judges the rest
+                break
+            self.received.append(frame)
+            after = self._position(frame.body) + 1
+            if not frame.body.more:
+                got += 1
+        if got < credit:
+            reply = self.expect_flow(requirement="2.6.7/drain-advance", link_credit=0)
+            self.require_after_transfers(reply, requirement="2.6.7/drain-advance")
+            self.require_delivery_count(reply, serial_add(int(start), credit), requirement="2.6.7/drain-advance",
+                                        why=f"{got} transfers plus {credit - got} unused credits advance the "
+                                            f"delivery-count by {credit}")
+            self.ctx.observe(drained_flow="owed: credit was left after the transfers")
+            return reply
+        reply = self.await_flow(after=after)    # a flow sent before the transfers (RabbitMQ 3.10's) is not this one
+        self.ctx.observe(drained_flow="sent after the transfers (not owed: they used the credit)" if reply is not None
+                         else "none: the transfers used the credit (the drain is complete without one)")
+        if reply is not None:
+            self.require_delivery_count(reply, serial_add(int(start), credit),
+                                        requirement="2.7.4/sender-delivery-count-set",
+                                        why=f"the flow after {got} transfers carries the current delivery-count")
+            self.require_credit(reply, 0, requirement="2.6.7/credit-decrease-on-send",
+                                why=f"{got} transfers used the credit of {credit}")
+        return reply
+
+    def await_flow(self, *, after: int | None = None) -> Flow | None:
+        """The broker's flow for this link after our last flow (or after the arrival position `after`), or None
+        (judges nothing: for a case that uses an optional answer, e.g. to echo, only as a means)."""
+        try:
+            return self._answer(after=after).body
+        except (ExpectationTimeout, ConnectionLost):
+            return None
+
+    def arrived_flow(self) -> Flow | None:
+        """The broker's flow for this link after our last flow if it has arrived, else None, without waiting
+        (after a barrier round trip, whatever the broker sent in answer is here): an optional answer."""
+        try:
+            return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
+                                    after=self._mark, timeout=0, unless=self._gone).body
+        except (ExpectationTimeout, ConnectionLost):
+            return None
+
+    def _answer(self, *, after: int | None = None, **matchers):
+        """The broker's flow for this link after our last flow (or `after`): at once if here, else after a
+        barrier through the queue and the absence window (the frame timeout only for a broker that answers
+        nothing)."""
+        after = self._mark if after is None else after
+        return self.session.answer_or_absence(lambda timeout: self.peer.expect(
+            Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=after, timeout=timeout,
+            unless=self._gone, **matchers), on_connection=True)
+
+    def _position(self, body) -> int:
+        for i, item in enumerate(self.peer.arrived):
+            if getattr(item, "body", None) is body:
+                return i
+        return len(self.peer.arrived)
+
+    def take_transfers_before(self, flow_body) -> int:
+        """Consume the transfers on this link that arrived before `flow_body` (in flight when the broker
+        processed our flow); return how many messages were received before it in total."""
+        pos = self._position(flow_body)
+        while True:
+            try:
+                frame = self.peer.expect(Transfer, channel=self.session.remote_channel, handle=self.broker_handle,
+                                         timeout=0, where=lambda f: self._position(f.body) < pos)
+            except ExpectationTimeout:
+                break
+            self.received.append(frame)
+        return sum(1 for f in self.received if not f.body.more)
+
+    def require_after_transfers(self, flow_body, *, requirement: str) -> None:
+        pos = self._position(flow_body)
+        later = [item for item in self.peer.arrived[pos + 1:] if isinstance(getattr(item, "body", None), Transfer)
+                 and item.body.handle == self.broker_handle]
+        self.ctx.require(not later, requirement, "a transfer arrived after the drained flow",
+                         expected="the drained flow last", actual=summarize(later[0]) if later else "")
+
+    def body_of(self, frame) -> bytes:
+        return _body_of([frame])
+
+    def bodies(self) -> list[bytes]:
+        return _bodies(self.received)
+
+    def bodies_from_state(self) -> list[bytes]:
+        return _bodies(self.state.transfers)
+
+
+def _bodies(frames) -> list[bytes]:
+    """The body of each complete message the transfer frames carry, in order."""
+    out, current = [], []
+    for frame in frames:
+        current.append(frame)
+        if not frame.body.more:
+            out.append(_body_of(current))
+            current = []
+    return out
