@@ -27,7 +27,6 @@ LAYERS: list[tuple[str, ...]] = [
     ("conformance.peer",),                                       # the scripted peer (sockets, threads)
     ("conformance.brokers", "conformance.clients"),              # brokers and client libraries under test
     ("conformance.cases", "conformance.casekit"),                # the case vocabulary and the cases
-    ("conformance.runner",),                                     # one case against one broker: run_case
     ("conformance.run",),                                        # the run pipeline: every case of every run
     ("conformance.pytest_plugin", "conformance.suite",           # what runs on the pipeline, or beside it:
      "conformance.explore", "conformance.mutants",               # pytest's face, exploring, selfcheck,
