@@ -20,7 +20,7 @@ import statistics
 import sys
 
 from conformance.cases import load_all
-from conformance.mutants.handle import ProxiedBroker
+from conformance.faultproxy.handle import ProxiedBroker
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
 
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     direct = statistics.median(r["messages_per_s"] for r in runs["direct"])
     proxy = statistics.median(r["messages_per_s"] for r in runs["proxy"])
     print(json.dumps({
-        "benchmark": "mutant proxy overhead", "case": CASE,
+        "benchmark": "fault-injecting proxy overhead", "case": CASE,
         "broker": getattr(broker, "name", "reference"), "product": getattr(broker, "product", None),
         "version": getattr(broker, "version", None), "rounds": args.rounds,
         "python": platform.python_version(), "machine": platform.machine(),

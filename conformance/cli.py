@@ -17,12 +17,12 @@ from .clients import cli as clients_cli
 from .errors import EXIT_INTERRUPTED, ConformanceError, UsageError
 from .explore import cli as explore_cli
 from .history import cli as history_cli
-from .mutants import cli as mutants_cli
+from .faultproxy import cli as faultproxy_cli
 from .run import cli as run_cli
 from .traffic import cli as traffic_cli
 
 # The packages whose `register(subparsers)` adds commands, in the order `--help` lists them.
-COMMANDS = (run_cli, explore_cli, history_cli, brokers_cli, clients_cli, mutants_cli, traffic_cli)
+COMMANDS = (run_cli, explore_cli, history_cli, brokers_cli, clients_cli, faultproxy_cli, traffic_cli)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -27,7 +27,7 @@ def reference_reports(tmp_path_factory):
     run 1: ref-a@1.0 (well-behaved) and ref-b@2.0 (credit applied cumulatively);
     run 2: ref-a@1.1 (drain ignored: a regression of 2.6.8/2) and ref-b@2.0 again."""
     from conformance.options import RunOptions
-    from conformance.selftest.engine import Faults
+    from conformance.selftest.broker import Faults
     from conformance.selftest.runs import ReferenceBuild, write_reference_run
     reports = tmp_path_factory.mktemp("reference-reports")
     cases = ["2.6.7/3", "2.6.8/1", "2.6.8/2", "2.7.4/1"]

@@ -1,8 +1,8 @@
 """The one broker interface: what the cases, the runner and the run pipeline may ask of any broker.
 
 `Broker` is a `typing.Protocol`. Every kind of broker the suite runs against implements it: managed nodes
-and brokers by URL (`conformance.brokers.handle.BrokerHandle`), a broker seen through the mutant proxy
-(`conformance.mutants.handle.ProxiedBroker`) and the reference broker of the suite's own tests
+and brokers by URL (`conformance.brokers.handle.BrokerHandle`), a broker seen through the fault-injecting proxy
+(`conformance.faultproxy.handle.ProxiedBroker`) and the reference broker of the suite's own tests
 (`conformance.selftest.handle.ReferenceBrokerHandle`). Code that takes a broker uses these names directly
 and never probes for them (`hasattr`/`getattr`): a broker without a hook answers `has_hook(name) == False`
 and raises `HookUnsupported` from `set_alarm` (which the runner maps to `unsupported`); a broker that cannot
@@ -92,7 +92,7 @@ class Broker(Protocol):
 @runtime_checkable
 class WrappedBroker(Broker, Protocol):
     """A broker seen through a wrapper a run target names (`conformance.run.targets.Target.wrap`, e.g. the
-    selfcheck's mutant proxy): it adds what it saw to each case result and is closed when the process is done."""
+    selfcheck's fault-injecting proxy): it adds what it saw to each case result and is closed when the process is done."""
 
     def annotate(self, result) -> None:
         """Add what the wrapper saw during the case to its `CaseResult` (e.g. a proxy error)."""

@@ -151,9 +151,9 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
 
 
 def _context_class(spec: CaseSpec):
-    """A broker case's CaseContext, or a client case's (the suite plays the broker: casekit/client.py)."""
+    """A broker case's CaseContext, or a client case's (the suite plays the broker: casekit/client_context.py)."""
     if spec.kind == "client":
-        from .client import ClientCaseContext
+        from .client_context import ClientCaseContext
         return ClientCaseContext
     from .context import CaseContext
     return CaseContext

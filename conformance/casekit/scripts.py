@@ -1,7 +1,7 @@
 """The scripts a case is written in: connections, sessions, receiver and sender links.
 
 This module owns `ConnectionScript` and `SessionScript` (`session.echo`, `session.barrier`, ...); the link
-scripts are `ReceiverScript` (receiver.py) and `SenderScript` (sender.py), their shared base `script_base.py`,
+scripts are `ReceiverScript` (receiver_script.py) and `SenderScript` (sender_script.py), their shared base `script_base.py`,
 and all are importable from here (`link.flow`, `link.expect_transfers`, ...). Each helper sends exactly the frames its name says, through
 the scripted peer, and nothing behind the case's back. An expectation that names a requirement records a
 finding on it when the frame does not come (or a wrong one does) and halts the case body (`CaseHalted`);
@@ -17,8 +17,8 @@ from ..peer import ConnectionLost, ExpectationTimeout, Peer, UnexpectedFrame, se
 from ..wire import Attach, Begin, Close, Detach, End, Flow, Source, Target, serial_diff
 from ..peer.barrier import absence_window, answer_or_absence, begin_end_round_trip, link_round_trip
 from .script_base import AUTO, Excess, LinkScript, ScriptError, _arrived_text, _body_of  # noqa: F401 (re-exported)
-from .receiver import ReceiverScript
-from .sender import SenderScript
+from .receiver_script import ReceiverScript
+from .sender_script import SenderScript
 
 __all__ = ["AUTO", "ConnectionScript", "Excess", "LinkScript", "ReceiverScript", "ScriptError", "SenderScript",
            "SessionScript"]

@@ -43,7 +43,7 @@ class CaseSpec:
     deliberate: tuple[str, ...] = ()  # requirements our own frames break on purpose: the case's subject is the
                                       # broker's answer to that error (tests/cases/test_own_frames.py)
     kind: str = "broker"              # whose frames are judged: "broker", or "client" (a client library driven
-                                      # through its API against a scripted broker: casekit/client.py)
+                                      # through its API against a scripted broker: casekit/client_context.py)
     refusals_judged: tuple[str, ...] = ()   # error conditions that are the case's subject, not a refusal
 
     @property
@@ -107,7 +107,7 @@ def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subj
     `deliberate`: the MUST/SHOULD requirements our own frames break on purpose (the subject is the broker's
     answer to that error); our frames break nothing else. `refusals_judged`: error conditions of
     `findings.REFUSALS` that are the case's subject (see `CaseSpec.answers`). `kind`: "client" registers a
-    client case (casekit/client.py)."""
+    client case (casekit/client_context.py)."""
     if not CASE_ID.match(id):
         raise ValueError(f"case id {id!r} must look like <section>/<n>, e.g. 2.6.8/1")
     subject = tuple(subject) or tuple(requirements[:1])

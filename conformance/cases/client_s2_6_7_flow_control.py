@@ -2,12 +2,12 @@
 transfer beyond its credit) and as sender (never without credit, credit withdrawn mid-stream, a drain with
 nothing to send).
 
-The suite is the broker: as sender it starts the delivery-count at 2^32-5 (casekit/client.py), as receiver
+The suite is the broker: as sender it starts the delivery-count at 2^32-5 (casekit/client_context.py), as receiver
 it grants exactly the credit the case says and settles every transfer.
 """
 
 from ..casekit import case
-from ..casekit.client import INITIAL_DELIVERY_COUNT
+from ..casekit.client_context import INITIAL_DELIVERY_COUNT
 from ..peer import ExpectationTimeout, UnexpectedFrame
 from ..wire import Detach, End, Flow, Transfer
 from ..wire.serial import serial_add, serial_diff

@@ -2,7 +2,7 @@
 seen the sender's attach), echo answered, and a flow on a handle it never attached (the session MUST end)."""
 
 from ..casekit import case
-from ..casekit.client import INITIAL_DELIVERY_COUNT
+from ..casekit.client_context import INITIAL_DELIVERY_COUNT
 from ..peer import ExpectationTimeout, PeerError
 from ..wire import Close, End, Flow
 from ..wire.serial import serial_add

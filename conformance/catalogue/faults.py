@@ -1,8 +1,8 @@
 """The fault catalogue: every deliberate fault the suite uses to check itself, each naming what it breaks.
 
-One list for both places a fault can be put: between the suite and a broker (the mutant proxy,
-`conformance.mutants`: frames rewritten on the wire, or the network itself broken) and inside the suite's
-reference broker (`conformance.selftest`: a switch of `selftest.engine.Faults`). An entry says which of the
+One list for both places a fault can be put: between the suite and a broker (the fault-injecting proxy,
+`conformance.faultproxy`: frames rewritten on the wire, or the network itself broken) and inside the suite's
+reference broker (`conformance.selftest`: a switch of `selftest.broker.Faults`). An entry says which of the
 two implement it (`proxy`, `reference`: the Faults switch as keyword arguments) and what it breaks:
 
 - kind "protocol": the broker breaks `requirement` (an id of requirements.toml); some case must notice it
@@ -16,7 +16,7 @@ two implement it (`proxy`, `reference`: the Faults switch as keyword arguments) 
   `reset` / `stall` of the connection in the middle of a case. `expect` says what the verdicts must then
   be: "unchanged" (as on a direct connection) or "error" (the case cannot conclude; never pass or fail).
 
-Pure data; it imports only the requirement catalogue. tests/mutants/test_fault_catalogue.py checks that the
+Pure data; it imports only the requirement catalogue. tests/faultproxy/test_fault_catalogue.py checks that the
 proxy's and the reference broker's faults are exactly the ones listed here.
 """
 
@@ -35,7 +35,7 @@ class Fault:
     kind: str
     requirement: str | None            # the requirement broken (protocol) or whose latitude is used (variant)
     summary: str
-    proxy: bool = False                # the mutant proxy implements it (conformance.mutants)
+    proxy: bool = False                # the fault-injecting proxy implements it (conformance.faultproxy)
     reference: dict = field(default_factory=dict)   # the reference broker's switch: Faults(**reference)
     delay: float = 0.0                 # transport: seconds each frame is held, both directions
     reset: bool = False                # transport: TCP reset in the middle of a case

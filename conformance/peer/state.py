@@ -8,9 +8,9 @@ scripts use it for assertions. It works in both roles (client or scripted broker
 It never sends anything, never decides a verdict, and never raises on odd frames: negative cases send
 wrong types and missing fields on purpose, so a value it cannot use is simply not tracked.
 
-It is the one session and link bookkeeping of the package: the scripted peer, the mutant proxy
-(`conformance.mutants.faults`: the conversation as the broker has it) and the reference broker
-(`conformance.selftest.engine`) all keep their sessions and links here; serial arithmetic is
+It is the one session and link bookkeeping of the package: the scripted peer, the fault-injecting proxy
+(`conformance.faultproxy.faults`: the conversation as the broker has it) and the reference broker
+(`conformance.selftest.broker`) all keep their sessions and links here; serial arithmetic is
 `conformance.wire.serial`'s. The flow-control model (`conformance.model`) keeps its own on purpose: it
 judges what this bookkeeping helps to produce. tests/test_layers.py checks that no second copy appears.
 """
@@ -48,7 +48,7 @@ class LinkState:
     in_delivery: bool = False          # a multi-frame delivery is in progress
     detached_by_remote: Detach | None = None
     detached_by_us: bool = False
-    extra: dict = field(default_factory=dict)   # free for a user of the bookkeeping (the mutant proxy's faults)
+    extra: dict = field(default_factory=dict)   # free for a user of the bookkeeping (the fault-injecting proxy's faults)
 
 
 @dataclass
@@ -72,7 +72,7 @@ class SessionState:
     links: dict[int, LinkState] = field(default_factory=dict)          # by our handle
     remote_links: dict[int, LinkState] = field(default_factory=dict)   # by the other side's handle
     pending_remote_attaches: dict[str, tuple[int, Attach]] = field(default_factory=dict)  # by name
-    extra: dict = field(default_factory=dict)   # free for a user of the bookkeeping (the mutant proxy's faults)
+    extra: dict = field(default_factory=dict)   # free for a user of the bookkeeping (the fault-injecting proxy's faults)
 
     @property
     def remote_window_announced(self) -> int | None:

@@ -432,7 +432,7 @@ def render_selfcheck(model: dict, anchors: Anchors) -> str:
                      '<table class="data selfcheck"><thead><tr><th>fault</th><th>breaks</th><th>level</th>'
                      f'<th>caught?</th><th>cases that flipped (verdict under the fault)</th></tr></thead>'
                      f'<tbody>{"".join(rows)}</tbody></table>')
-    return ('<section class="block" id="selfcheck"><h2>Selfcheck: faults injected by the mutant proxy</h2>'
+    return ('<section class="block" id="selfcheck"><h2>Selfcheck: faults injected by the fault-injecting proxy</h2>'
             '<p class="note">Each fault breaks one requirement on the wire between the suite and a real broker; '
             'a good suite flips at least one case for every fault.</p>' + "".join(parts) + "</section>")
 

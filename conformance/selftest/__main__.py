@@ -13,8 +13,8 @@ import signal
 import sys
 import threading
 
-from .engine import BrokerConfig, Faults
-from .server import ReferenceBroker
+from .broker import BrokerConfig, Faults
+from .listener import ReferenceBroker
 
 
 def parse_faults(items: list[str]) -> Faults:

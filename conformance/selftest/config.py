@@ -19,7 +19,7 @@ class Faults:
 
     Each switch is the reference broker's side of an entry of the one fault catalogue
     (`conformance.catalogue.faults`, which names the requirement it breaks); `Faults.named("drain-stripped")`
-    switches on catalogue entries by name. tests/mutants/test_fault_catalogue.py keeps the two in step."""
+    switches on catalogue entries by name. tests/faultproxy/test_fault_catalogue.py keeps the two in step."""
 
     @classmethod
     def named(cls, *names: str) -> "Faults":

@@ -2,7 +2,7 @@
 sending messages from the queues within link-credit and the session's window (the faults on credit,
 drain and echo are computed here).
 
-`FlowHandling` is a part of `BrokerConnection` (engine.py): its methods run on the connection's state.
+`FlowHandling` is a part of `BrokerConnection` (broker.py): its methods run on the connection's state.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import contextlib
 
 from ..wire import Data, Flow, Transfer, encode_message, serial_add
 
-from .store import OutgoingLink, Session, Queue
+from .queues import OutgoingLink, Session, Queue
 
 
 class FlowHandling:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 
 from ..brokers.broker_errors import HookUnsupported
-from .engine import BrokerConfig, Faults
-from .server import ReferenceBroker
+from .broker import BrokerConfig, Faults
+from .listener import ReferenceBroker
 
 _ids = itertools.count(1)
 

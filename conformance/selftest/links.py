@@ -1,7 +1,7 @@
 """The reference broker's link handling: attach and detach, the credit it grants publishers, and the
 transfers it takes from them (queue limits, alarms, rejects, the faults on publishing).
 
-`LinkHandling` is a part of `BrokerConnection` (engine.py): its methods run on the connection's state.
+`LinkHandling` is a part of `BrokerConnection` (broker.py): its methods run on the connection's state.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..wire import (
     Attach, Detach, Disposition, Error, Source, Symbol, Target, serial_add, serial_diff, Accepted, Rejected,
 )
-from .store import IncomingLink, OutgoingLink, Session, queue_name, NON_DURABLE, _durable, _message_body
+from .queues import IncomingLink, OutgoingLink, Session, queue_name, NON_DURABLE, _durable, _message_body
 from .config import HANDLE_MAX, ROLE_RECEIVER, ROLE_SENDER
 
 

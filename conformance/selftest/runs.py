@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .engine import BrokerConfig, Faults
+from .broker import BrokerConfig, Faults
 from .handle import ReferenceBrokerHandle
 
 

@@ -12,7 +12,7 @@ import pytest
 from conformance import brokers
 from conformance.brokers import Broker, BrokerHandle, HookUnsupported, load_profile
 from conformance.brokers.interface import Broker as BrokerProtocol
-from conformance.mutants.handle import ProxiedBroker
+from conformance.faultproxy.handle import ProxiedBroker
 from conformance.selftest.handle import ReferenceBrokerHandle
 
 PACKAGE = Path(brokers.__file__).resolve().parents[1]

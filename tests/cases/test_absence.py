@@ -18,7 +18,7 @@ import pytest
 from conformance.cases import load_all
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.engine import BrokerConfig, Faults
+from conformance.selftest.broker import BrokerConfig, Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 
 CASES = load_all()

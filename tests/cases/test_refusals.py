@@ -17,7 +17,7 @@ from conformance.cases import load_all
 from conformance.peer import frames_after_the_end
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.engine import NON_DURABLE, BrokerConfig, Faults
+from conformance.selftest.broker import NON_DURABLE, BrokerConfig, Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)

@@ -14,7 +14,7 @@ from conformance.cases import _import_section
 from conformance.errors import EXIT_CASE_ERROR, RunBroken
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.engine import Faults
+from conformance.selftest.broker import Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 from conformance.wire import Begin, Frame, Transfer
 

@@ -7,7 +7,7 @@ from conformance.history.analysis import build_model
 from conformance.history.store import RECORD_COLUMNS, RECORD_SCHEMA, History
 from conformance.report import render_markdown, validate_model
 from conformance.options import RunOptions
-from conformance.selftest.engine import BrokerConfig
+from conformance.selftest.broker import BrokerConfig
 from conformance.selftest.runs import ReferenceBuild, write_reference_run
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conformance.selftest.server import ReferenceBroker
+from conformance.selftest.listener import ReferenceBroker
 
 
 @pytest.fixture

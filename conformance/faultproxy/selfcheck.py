@@ -3,7 +3,7 @@ compute the sensitivity matrix (fault x case: which verdicts flip, and to what).
 
 This module owns the selfcheck plan and its report. The plan is an ordinary run of the pipeline
 (`conformance.run.engine.execute`) with one target per configuration over the one broker: the broker itself
-(`direct`), and the broker behind a mutant proxy without fault (`<broker>+proxy`) and with each fault
+(`direct`), and the broker behind a fault-injecting proxy without fault (`<broker>+proxy`) and with each fault
 (`<broker>+<fault>`), the proxy put in front by `proxied` in each worker process (exclusive cases keep the
 real broker's lock). From the records it builds the comparison and writes `selfcheck.json` and
 `selfcheck.md` into the run directory (next to `run.json` and `results.jsonl`, see docs/results.md);
@@ -31,7 +31,7 @@ SHORT = dict(zip(VERDICTS, ("pass", "FAIL", "n-s", "info", "unsup", "ERROR")))  
 
 
 class SelfcheckProxy(ProxiedBroker):
-    """The broker behind a mutant proxy (fault None: transparent; or a transport fault), named after its
+    """The broker behind a fault-injecting proxy (fault None: transparent; or a transport fault), named after its
     configuration; a case during which the proxy hit an error, or its transport fault fired, says so in its
     observations (`proxy_error`, `transport_fault`): the matrix reads them, the verdict is the suite's own."""
 

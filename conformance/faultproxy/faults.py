@@ -1,4 +1,4 @@
-"""The mutant proxy's protocol faults: sans-IO frame rewriting, one requirement broken per fault.
+"""The fault-injecting proxy's protocol faults: sans-IO frame rewriting, one requirement broken per fault.
 
 This module owns what the proxy does to AMQP frames (never sockets, threads or clocks). A `Mutation` is
 the per-connection state machine: `from_peer(frame)` and `from_broker(frame)` take one decoded frame and

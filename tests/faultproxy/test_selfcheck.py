@@ -16,7 +16,7 @@ OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
 
 
 def test_selfcheck_report_against_the_reference_broker(tmp_path):
-    from conformance.mutants.selfcheck import render_text, run_selfcheck
+    from conformance.faultproxy.selfcheck import render_text, run_selfcheck
     from conformance.selftest.handle import ReferenceBrokerHandle
     broker = ReferenceBrokerHandle()
     options = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0, reports_dir=tmp_path)
@@ -69,7 +69,7 @@ def test_bad_input_is_one_line_and_an_exit_code(argv, code, message, capsys):
 def test_faults_flip_cases_on_rabbitmq_40():
     from conformance import brokers
     from conformance.cases import load_all
-    from conformance.mutants.handle import ProxiedBroker
+    from conformance.faultproxy.handle import ProxiedBroker
     cases = load_all()
     handle = brokers.start(brokers.resolve("rabbitmq-4.0"))
     try:

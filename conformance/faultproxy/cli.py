@@ -1,4 +1,4 @@
-"""`amqp-conformance selfcheck`: check the checker by running the cases through the mutant proxy.
+"""`amqp-conformance selfcheck`: check the checker by running the cases through the fault-injecting proxy.
 
 This module owns the subcommand's arguments, their validation (one-line errors with the exit codes of
 conformance.errors: an unknown fault or a bad option is a usage error, exit 2; an unknown case exits 3) and

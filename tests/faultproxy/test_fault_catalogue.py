@@ -1,4 +1,4 @@
-"""One fault catalogue (conformance.catalogue.faults) for the mutant proxy and the reference broker: every
+"""One fault catalogue (conformance.catalogue.faults) for the fault-injecting proxy and the reference broker: every
 fault either implements is listed there once, with the requirement it breaks, and nothing else is."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import pytest
 
 from conformance import catalogue
 from conformance.catalogue import faults as fault_catalogue
-from conformance.mutants import FAULTS as PROXY_FAULTS
-from conformance.mutants.proxy import Transport, transport_for
+from conformance.faultproxy import FAULTS as PROXY_FAULTS
+from conformance.faultproxy.proxy import Transport, transport_for
 from conformance.selftest.__main__ import parse_faults
-from conformance.selftest.engine import Faults
+from conformance.selftest.broker import Faults
 
 
 def test_the_catalogue_is_well_formed():

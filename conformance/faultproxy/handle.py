@@ -1,4 +1,4 @@
-"""A broker handle whose AMQP connections go through a mutant proxy; everything else goes to the broker.
+"""A broker handle whose AMQP connections go through a fault-injecting proxy; everything else goes to the broker.
 
 This module owns the routing: cases open their connections with `handle.url`, which here points at the
 proxy (same credentials, loopback host and the proxy's port), while queue set-up, preloading, depth checks
@@ -29,7 +29,7 @@ class ProxiedBroker:
 
     def __init__(self, broker: Broker, fault: str | None = None, *, transport=None):
         if broker.tls is not None or str(broker.url).startswith("amqps:"):
-            raise UsageError("the mutant proxy decodes frames and cannot sit inside TLS; use a broker "
+            raise UsageError("the fault-injecting proxy decodes frames and cannot sit inside TLS; use a broker "
                              "reachable over plain amqp://")
         self._broker = broker
         host, port = _host_port(broker.url)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import threading
 
-from .engine import BrokerConfig, BrokerConnection, BrokerState, Faults
+from .broker import BrokerConfig, BrokerConnection, BrokerState, Faults
 
 
 class ReferenceBroker:

@@ -1,4 +1,4 @@
-"""Transport faults of the mutant proxy against the reference broker: a slow network leaves every verdict
+"""Transport faults of the fault-injecting proxy against the reference broker: a slow network leaves every verdict
 as it was (absence checks wait a round trip longer), a reset or a stall in the middle of a case makes it
 `error`, never pass or fail."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from conformance.cases import load_all
-from conformance.mutants.handle import ProxiedBroker
-from conformance.mutants.proxy import Transport
+from conformance.faultproxy.handle import ProxiedBroker
+from conformance.faultproxy.proxy import Transport
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.engine import Faults
+from conformance.selftest.broker import Faults
 from conformance.selftest.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=1.5, quiet_period=0.25, connect_timeout=2.0)
@@ -97,7 +97,7 @@ def test_the_queues_of_a_stalled_case_are_not_deleted(reference, monkeypatch):
 def test_a_reset_is_a_tcp_reset(reference):
     from conformance.peer import ConnectionLost, Peer, Timeouts
     from conformance.peer.errors import RESET
-    from conformance.mutants.proxy import MutantProxy
+    from conformance.faultproxy.proxy import MutantProxy
     with MutantProxy("127.0.0.1", reference.server.port, transport=Transport("reset", reset=True)) as proxy:
         peer = Peer.connect(f"amqp://127.0.0.1:{proxy.port}", timeouts=Timeouts(frame=2.0, connect=2.0))
         peer.handshake(sasl="ANONYMOUS")
@@ -113,7 +113,7 @@ def test_a_reset_is_a_tcp_reset(reference):
 
 
 def test_the_transport_matrix_against_the_reference_broker(tmp_path):
-    from conformance.mutants.selfcheck import render_transport_text, run_selfcheck
+    from conformance.faultproxy.selfcheck import render_transport_text, run_selfcheck
     from conformance.run.selection import select_cases
     broker = ReferenceBrokerHandle()
     options = RunOptions(frame_timeout=1.5, quiet_period=0.25, connect_timeout=2.0, reports_dir=tmp_path)
@@ -144,7 +144,7 @@ def test_transport_takes_only_transport_faults(capsys):
 def test_the_transport_matrix_rule():
     """Where a reset fired the case must be error; where it did not, unchanged -- or error (collateral: a case
     the fault did not hit may still break, which is never a lie); a pass or fail that differs is wrong."""
-    from conformance.mutants.selfcheck import build_transport_report
+    from conformance.faultproxy.selfcheck import build_transport_report
 
     def run(verdicts, fired=()):
         return {"verdicts": dict(verdicts), "duration_s": 1.0,

@@ -1,10 +1,10 @@
-"""The mutant proxy's sockets and threads: a loopback AMQP 1.0 proxy between the scripted peer and a broker.
+"""The fault-injecting proxy's sockets and threads: a loopback AMQP 1.0 proxy between the scripted peer and a broker.
 
 This module owns the I/O: a listening socket on 127.0.0.1, one upstream connection per accepted client,
 a reader thread per direction and a writer thread per socket. Protocol headers and SASL frames pass
 through byte for byte (nothing is decoded before the AMQP protocol header; a TLS header switches the
 connection to a raw byte pipe). After the AMQP header every frame is decoded with our codec, handed to the
-connection's `Mutation` (conformance.mutants.faults, sans-IO) and re-encoded. A frame our codec cannot
+connection's `Mutation` (conformance.faultproxy.faults, sans-IO) and re-encoded. A frame our codec cannot
 decode is forwarded as it came. Nothing the proxy sees is logged, so SASL credentials never leave it.
 
 A `Transport` fault (issue #14) breaks the network instead of the protocol: `delay` holds every frame (and

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.mutants.faults import (
+from conformance.faultproxy.faults import (
     FAULTS, AlarmDropsConnection, CumulativeCredit, DeliveryCountShifted, DrainStripped, EchoStripped,
     IncomingWindowRaised, Mutation, TransferBeyondCredit, mutation_for,
 )

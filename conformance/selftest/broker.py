@@ -2,7 +2,7 @@
 
 This module owns the fake broker's connection (`BrokerConnection`): the I/O boundary, the connection and
 its sessions, and the broker-wide events; its link handling is in links.py, its flow handling in flow.py,
-its switches in config.py, its delivery store in store.py (all importable from here). It consumes bytes
+its switches in config.py, its delivery store in queues.py (all importable from here). It consumes bytes
 (`receive`) and returns the bytes to send; it never touches sockets or clocks. `Faults` switches on one deliberate deviation at a time; each is an entry
 of the fault catalogue (conformance.catalogue.faults), which names the requirement it breaks.
 
@@ -24,7 +24,7 @@ from ..wire import (
 )
 from ..wire.frames import AMQP_FRAME, SASL_FRAME
 from .config import HANDLE_MAX, BrokerConfig, Faults
-from .store import BrokerState, Queue, Session, queue_name, NON_DURABLE
+from .queues import BrokerState, Queue, Session, queue_name, NON_DURABLE
 from .links import LinkHandling
 from .flow import FlowHandling
 

@@ -1,4 +1,4 @@
-"""The mutant proxy on real sockets, against the suite's reference broker (no real broker needed):
+"""The fault-injecting proxy on real sockets, against the suite's reference broker (no real broker needed):
 without a fault it is transparent; with each fault, the case aimed at the fault's requirement flips."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from conformance.cases import load_all
-from conformance.mutants import FAULTS, MutantProxy
-from conformance.mutants.handle import ProxiedBroker, url_via
-from conformance.mutants.proxy import _Splitter
+from conformance.faultproxy import FAULTS, MutantProxy
+from conformance.faultproxy.handle import ProxiedBroker, url_via
+from conformance.faultproxy.proxy import _Splitter
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
 from conformance.selftest.handle import ReferenceBrokerHandle
