@@ -1,11 +1,12 @@
 """Managed ActiveMQ Artemis nodes, one per release of a series (`artemis-<version>`), on Java 17.
 
 Provisioning resolves the `org.apache.activemq:apache-artemis:<version>:tar.gz:bin` distribution with Maven
-into the cache and unpacks it there. A node is an instance made with the release's own `artemis create` in
-the node's directory: AMQP on one acceptor, the web console with Jolokia, both on 127.0.0.1 with free ports;
-user `admin` for SASL PLAIN and the console, anonymous logins allowed. The instance's data directory (journal,
-paging) is a small tmpfs of its own, so filling it raises Artemis' max-disk-usage blocking (checked every
-100 ms here). The `artemis` profiles drive address settings and queues through Jolokia.
+into the cache and unpacks it there. A node is an instance made with the release's own `artemis create` (once
+per release, in the cache; each node gets a copy with its own paths and web port) in the node's directory:
+AMQP on one acceptor, the web console with Jolokia, both on 127.0.0.1 with free ports; user `admin` for SASL
+PLAIN and the console, anonymous logins allowed. The instance's data directory (journal, paging) is a small
+tmpfs of its own, so filling it raises Artemis' max-disk-usage blocking (checked every 100 ms here). The
+`artemis` profiles drive address settings and queues through Jolokia.
 
 Which profile a release gets depends on its management API: from 2.32 an address's settings can be given
 as JSON (so `max-size-messages`, a limit in messages, is available: the queue-length case); older releases
@@ -21,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from filelock import FileLock
+
 from ..errors import BrokerStartFailed, ProvisionFailed
 from . import diskfill
 from .jvm import JvmBroker, redacted_tools, cache_dir, fetch_artifact, java_command, wait_http
@@ -34,6 +37,7 @@ NOT_FULL = r"AMQ222211"      # "... below the configured <max-disk-usage>. Syste
 DISK_SCAN_MS = 100           # how often the broker checks its store's disk usage (the alarm cases wait for it)
 JOURNAL_BUFFER_NS = 10_000   # journal write batching (NIO default 3_333_333 ns)
 JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+TEMPLATE_HTTP_PORT = 1         # the web port in the cached instance, replaced in each node's copy
 
 # oldest first; 2.17.0 is the oldest release whose instances run on this machine's Java 17 (earlier ones
 # were not tried) and 2.40.0 the newest Maven Central serves here
@@ -79,12 +83,7 @@ class Artemis(JvmBroker):
         self._tmpfs = self._mount_store(data, DATA_MB)
         env = self._java_env(workdir)
         password = "admin"
-        run([str(self.home / "bin" / "artemis"), "create", "--silent", "--force", "--name", BROKER_NAME,
-             "--user", "admin", "--password", password, "--allow-anonymous", "--host", "127.0.0.1",
-             "--http-host", "127.0.0.1", "--http-port", str(http_port), "--data", str(data), "--nio",
-             "--no-autotune", "--no-hornetq-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
-             "--relax-jolokia", str(instance)], timeout=120, env=env, what=f"`artemis create` for {self.kind}",
-            error=BrokerStartFailed)
+        self._instance_from_template(instance, data, http_port, env)
         self._configure(instance, port)
         progress(f"starting {self.kind} on 127.0.0.1:{port}")
         self._log_file = instance / "log" / "artemis.log"
@@ -109,6 +108,47 @@ class Artemis(JvmBroker):
                                  "version": str(opened.get("version", self.version)),
                                  "tools": redacted_tools(self.tools),
                                  "env": self.env, "http_port": http_port, "mounts": [str(data)] if self._tmpfs else []})
+
+    def _create(self, instance: Path, data: Path, http_port: int, env: dict) -> None:
+        run([str(self.home / "bin" / "artemis"), "create", "--silent", "--force", "--name", BROKER_NAME,
+             "--user", "admin", "--password", "admin", "--allow-anonymous", "--host", "127.0.0.1",
+             "--http-host", "127.0.0.1", "--http-port", str(http_port), "--data", str(data), "--nio",
+             "--no-autotune", "--no-hornetq-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
+             "--relax-jolokia", str(instance)], timeout=120, env=env, what=f"`artemis create` for {self.kind}",
+            error=BrokerStartFailed)
+
+    def _instance_from_template(self, instance: Path, data: Path, http_port: int, env: dict) -> None:
+        """The node's instance: a copy of one `artemis create` made once per release in the cache (under a
+        file lock), with its paths and web port replaced, which spares each start a JVM run. Paths a plain
+        text replacement cannot carry (characters a file: URI would escape) get their own `artemis create`."""
+        template = cache_dir() / "artemis" / f"{self.version}-instance"
+        plain = re.compile(r"[A-Za-z0-9/._+-]+")
+        if not all(plain.fullmatch(str(p)) for p in (template, instance, data)):
+            self._create(instance, data, http_port, env)
+            return
+        ready = template / "instance" / "etc" / "broker.xml"
+        if not ready.exists():
+            with FileLock(str(template) + ".lock").acquire(timeout=300):
+                if not ready.exists():
+                    partial = template.with_name(template.name + ".partial")
+                    shutil.rmtree(partial, ignore_errors=True)
+                    shutil.rmtree(template, ignore_errors=True)
+                    self._create(partial / "instance", partial / "data", TEMPLATE_HTTP_PORT, env)
+                    moved = partial / "instance"
+                    for f in moved.rglob("*"):     # its own paths: the template's, not the .partial's
+                        if f.is_file() and f.parent.name in ("bin", "etc"):
+                            f.write_text(f.read_text().replace(str(partial), str(template)))
+                    os.replace(partial, template)
+        shutil.copytree(template / "instance", instance, symlinks=True)
+        for f in instance.rglob("*"):
+            if f.is_file() and f.parent.name in ("bin", "etc"):
+                text = f.read_text()
+                new = (text.replace(str(template / "instance"), str(instance))
+                       .replace(str(template / "data"), str(data))
+                       .replace(f"http://127.0.0.1:{TEMPLATE_HTTP_PORT}", f"http://127.0.0.1:{http_port}"))
+                if new != text:
+                    f.write_text(new)
+        data.mkdir(parents=True, exist_ok=True)
 
     def _configure(self, instance: Path, port: int) -> None:
         """One AMQP acceptor on `port` (the created ones are dropped), disk usage checked every 100 ms, anycast
