@@ -26,7 +26,7 @@ from filelock import FileLock
 
 from ..errors import BrokerStartFailed, ProvisionFailed
 from . import diskfill
-from .jvm import JvmBroker, redacted_tools, cache_dir, fetch_artifact, java_command, wait_http
+from .jvm import JvmBroker, redacted_tools, cache_dir, fetch_artifact, java_command
 from .managed import NodeRecord, free_port, progress, run
 
 DATA_MB = 96                       # the tmpfs under the instance's journal and paging (journal files are 10 MB)
@@ -37,6 +37,7 @@ NOT_FULL = r"AMQ222211"      # "... below the configured <max-disk-usage>. Syste
 DISK_SCAN_MS = 100           # how often the broker checks its store's disk usage (the alarm cases wait for it)
 JOURNAL_BUFFER_NS = 10_000   # journal write batching (NIO default 3_333_333 ns)
 JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+JOLOKIA_UP_WITHIN_S = 60      # how long a management call waits for the node's web server to come up
 TEMPLATE_HTTP_PORT = 1         # the web port in the cached instance, replaced in each node's copy
 
 # oldest first; 2.17.0 is the oldest release whose instances run on this machine's Java 17 (earlier ones
@@ -90,11 +91,10 @@ class Artemis(JvmBroker):
         self._spawn([str(instance / "bin" / "artemis"), "run"], env, workdir)
         url = f"amqp://admin:{password}@127.0.0.1:{port}"
         opened = self._wait_amqp(url, port)
-        jolokia = f"http://127.0.0.1:{http_port}/console/jolokia"
-        wait_http(f"{jolokia}/version", 60, f"{self.kind} Jolokia", user="admin", password=password,
-                  headers={"Origin": "http://localhost"})
+        # ready once AMQP answers: the web console (Jolokia, which only the hooks use) comes up a second or two
+        # later, while the run starts its workers; each management call waits (bounded) for it
         self.tools = {"http": [f"http://admin:{password}@127.0.0.1:{http_port}/console/jolokia",
-                               f"broker={BROKER_NAME}"]}
+                               f"broker={BROKER_NAME}", f"up_within_s={JOLOKIA_UP_WITHIN_S}"]}
         if self._tmpfs:
             fill = [sys.executable, diskfill.__file__]
             watch = [str(self.log_path), FULL, NOT_FULL]
