@@ -291,12 +291,25 @@ def _publish_across_the_wrap(ctx, queue: str, *, durable: bool):
 def _send_pipelined(link, until: int, *, stop_at_flow: bool = False) -> bool:
     """Send `wrap-<n>` transfers within credit, without waiting for outcomes, until `until` are sent in all
     (`stop_at_flow`: or a flow for the link arrived meanwhile); False when the broker ended the link or
-    dropped the connection."""
-    flows = len(_own_flows(link))
+    dropped the connection. Each look reads only the frames that arrived since the last one."""
+    seen = 0
+
+    def news() -> tuple[bool, bool]:      # (the link ended, a flow for it came) since the last look
+        nonlocal seen
+        fresh = link.peer.arrived[seen:]
+        seen += len(fresh)
+        frames = [f for f in fresh if getattr(f, "body", None) is not None]
+        return (any(link._gone(f) for f in frames),
+                any(isinstance(f.body, Flow) and f.channel == link.session.remote_channel
+                    and f.body.handle == link.broker_handle for f in frames))
+
+    if news()[0]:                 # everything so far: ended already?
+        return False
     while len(link.sent) < until and link.credit > 0:
-        if link.ended_by_broker():
+        ended, flowed = news()
+        if ended:
             return False
-        if stop_at_flow and len(_own_flows(link)) > flows:
+        if stop_at_flow and flowed:
             break
         try:
             link.transfer(f"wrap-{len(link.sent)}".encode())
