@@ -15,6 +15,7 @@ only take the long positional form with `max-size-bytes` (`artemis-before-2.32`,
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -38,6 +39,8 @@ DISK_SCAN_MS = 100           # how often the broker checks its store's disk usag
 JOURNAL_BUFFER_NS = 10_000   # journal write batching (NIO default 3_333_333 ns)
 JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 JOLOKIA_UP_WITHIN_S = 60      # how long a management call waits for the node's web server to come up
+CREATE_OPTIONS = ("--nio", "--no-autotune", "--no-hornetq-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
+                  "--relax-jolokia")
 TEMPLATE_HTTP_PORT = 1         # the web port in the cached instance, replaced in each node's copy
 
 # oldest first; 2.17.0 is the oldest release whose instances run on this machine's Java 17 (earlier ones
@@ -112,16 +115,15 @@ class Artemis(JvmBroker):
     def _create(self, instance: Path, data: Path, http_port: int, env: dict) -> None:
         run([str(self.home / "bin" / "artemis"), "create", "--silent", "--force", "--name", BROKER_NAME,
              "--user", "admin", "--password", "admin", "--allow-anonymous", "--host", "127.0.0.1",
-             "--http-host", "127.0.0.1", "--http-port", str(http_port), "--data", str(data), "--nio",
-             "--no-autotune", "--no-hornetq-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
-             "--relax-jolokia", str(instance)], timeout=120, env=env, what=f"`artemis create` for {self.kind}",
-            error=BrokerStartFailed)
+             "--http-host", "127.0.0.1", "--http-port", str(http_port), "--data", str(data), *CREATE_OPTIONS,
+             str(instance)], timeout=120, env=env, what=f"`artemis create` for {self.kind}", error=BrokerStartFailed)
 
     def _instance_from_template(self, instance: Path, data: Path, http_port: int, env: dict) -> None:
         """The node's instance: a copy of one `artemis create` made once per release in the cache (under a
         file lock), with its paths and web port replaced, which spares each start a JVM run. Paths a plain
         text replacement cannot carry (characters a file: URI would escape) get their own `artemis create`."""
-        template = cache_dir() / "artemis" / f"{self.version}-instance"
+        made_with = hashlib.sha256(" ".join((BROKER_NAME, *CREATE_OPTIONS)).encode()).hexdigest()[:8]
+        template = cache_dir() / "artemis" / f"{self.version}-instance-{made_with}"   # new options: a new one
         plain = re.compile(r"[A-Za-z0-9/._+-]+")
         if not all(plain.fullmatch(str(p)) for p in (template, instance, data)):
             self._create(instance, data, http_port, env)
