@@ -1,11 +1,12 @@
 """Managed ActiveMQ Artemis nodes, one per release of a series (`artemis-<version>`), on Java 17.
 
 Provisioning resolves the `org.apache.activemq:apache-artemis:<version>:tar.gz:bin` distribution with Maven
-into the cache and unpacks it there. A node is an instance made with the release's own `artemis create` in
-the node's directory: AMQP on one acceptor, the web console with Jolokia, both on 127.0.0.1 with free ports;
-user `admin` for SASL PLAIN and the console, anonymous logins allowed. The instance's data directory (journal,
-paging) is a small tmpfs of its own, so filling it raises Artemis' max-disk-usage blocking (checked every
-second here). The `artemis` profiles drive address settings and queues through Jolokia.
+into the cache and unpacks it there. A node is an instance made with the release's own `artemis create` (once
+per release, in the cache; each node gets a copy with its own paths and web port) in the node's directory:
+AMQP on one acceptor, the web console with Jolokia, both on 127.0.0.1 with free ports; user `admin` for SASL
+PLAIN and the console, anonymous logins allowed. The instance's data directory (journal, paging) is a small
+tmpfs of its own, so filling it raises Artemis' max-disk-usage blocking (checked every 100 ms here). The
+`artemis` profiles drive address settings and queues through Jolokia.
 
 Which profile a release gets depends on its management API: from 2.32 an address's settings can be given
 as JSON (so `max-size-messages`, a limit in messages, is available: the queue-length case); older releases
@@ -14,6 +15,7 @@ only take the long positional form with `max-size-bytes` (`artemis-before-2.32`,
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -21,15 +23,25 @@ import sys
 import time
 from pathlib import Path
 
+from filelock import FileLock
+
 from ..errors import BrokerStartFailed, ProvisionFailed
 from . import diskfill
-from .jvm import JvmBroker, redacted_tools, cache_dir, fetch_artifact, java_command, wait_http
+from .jvm import JvmBroker, redacted_tools, cache_dir, fetch_artifact, java_command
 from .managed import NodeRecord, free_port, progress, run
 
 DATA_MB = 96                       # the tmpfs under the instance's journal and paging (journal files are 10 MB)
 BROKER_NAME = "amqp-conformance"   # the broker's name in its MBean names
 FULL = r"AMQ222210"          # "Free storage space is at ... beyond the configured <max-disk-usage>"
 NOT_FULL = r"AMQ222211"      # "... below the configured <max-disk-usage>. System will unblock producers."
+
+DISK_SCAN_MS = 100           # how often the broker checks its store's disk usage (the alarm cases wait for it)
+JOURNAL_BUFFER_NS = 10_000   # journal write batching (NIO default 3_333_333 ns)
+JVM_FLAGS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+JOLOKIA_UP_WITHIN_S = 60      # how long a management call waits for the node's web server to come up
+CREATE_OPTIONS = ("--nio", "--no-autotune", "--no-hornetq-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
+                  "--relax-jolokia")
+TEMPLATE_HTTP_PORT = 1         # the web port in the cached instance, replaced in each node's copy
 
 # oldest first; 2.17.0 is the oldest release whose instances run on this machine's Java 17 (earlier ones
 # were not tried) and 2.40.0 the newest Maven Central serves here
@@ -75,23 +87,17 @@ class Artemis(JvmBroker):
         self._tmpfs = self._mount_store(data, DATA_MB)
         env = self._java_env(workdir)
         password = "admin"
-        run([str(self.home / "bin" / "artemis"), "create", "--silent", "--force", "--name", BROKER_NAME,
-             "--user", "admin", "--password", password, "--allow-anonymous", "--host", "127.0.0.1",
-             "--http-host", "127.0.0.1", "--http-port", str(http_port), "--data", str(data), "--nio",
-             "--no-autotune", "--no-hornetq-acceptor", "--no-mqtt-acceptor", "--no-stomp-acceptor",
-             "--relax-jolokia", str(instance)], timeout=120, env=env, what=f"`artemis create` for {self.kind}",
-            error=BrokerStartFailed)
+        self._instance_from_template(instance, data, http_port, env)
         self._configure(instance, port)
         progress(f"starting {self.kind} on 127.0.0.1:{port}")
         self._log_file = instance / "log" / "artemis.log"
         self._spawn([str(instance / "bin" / "artemis"), "run"], env, workdir)
         url = f"amqp://admin:{password}@127.0.0.1:{port}"
         opened = self._wait_amqp(url, port)
-        jolokia = f"http://127.0.0.1:{http_port}/console/jolokia"
-        wait_http(f"{jolokia}/version", 60, f"{self.kind} Jolokia", user="admin", password=password,
-                  headers={"Origin": "http://localhost"})
+        # ready once AMQP answers: the web console (Jolokia, which only the hooks use) comes up a second or two
+        # later, while the run starts its workers; each management call waits (bounded) for it
         self.tools = {"http": [f"http://admin:{password}@127.0.0.1:{http_port}/console/jolokia",
-                               f"broker={BROKER_NAME}"]}
+                               f"broker={BROKER_NAME}", f"up_within_s={JOLOKIA_UP_WITHIN_S}"]}
         if self._tmpfs:
             fill = [sys.executable, diskfill.__file__]
             watch = [str(self.log_path), FULL, NOT_FULL]
@@ -106,9 +112,50 @@ class Artemis(JvmBroker):
                                  "tools": redacted_tools(self.tools),
                                  "env": self.env, "http_port": http_port, "mounts": [str(data)] if self._tmpfs else []})
 
+    def _create(self, instance: Path, data: Path, http_port: int, env: dict) -> None:
+        run([str(self.home / "bin" / "artemis"), "create", "--silent", "--force", "--name", BROKER_NAME,
+             "--user", "admin", "--password", "admin", "--allow-anonymous", "--host", "127.0.0.1",
+             "--http-host", "127.0.0.1", "--http-port", str(http_port), "--data", str(data), *CREATE_OPTIONS,
+             str(instance)], timeout=120, env=env, what=f"`artemis create` for {self.kind}", error=BrokerStartFailed)
+
+    def _instance_from_template(self, instance: Path, data: Path, http_port: int, env: dict) -> None:
+        """The node's instance: a copy of one `artemis create` made once per release in the cache (under a
+        file lock), with its paths and web port replaced, which spares each start a JVM run. Paths a plain
+        text replacement cannot carry (characters a file: URI would escape) get their own `artemis create`."""
+        made_with = hashlib.sha256(" ".join((BROKER_NAME, *CREATE_OPTIONS)).encode()).hexdigest()[:8]
+        template = cache_dir() / "artemis" / f"{self.version}-instance-{made_with}"   # new options: a new one
+        plain = re.compile(r"[A-Za-z0-9/._+-]+")
+        if not all(plain.fullmatch(str(p)) for p in (template, instance, data)):
+            self._create(instance, data, http_port, env)
+            return
+        ready = template / "instance" / "etc" / "broker.xml"
+        if not ready.exists():
+            with FileLock(str(template) + ".lock").acquire(timeout=300):
+                if not ready.exists():
+                    partial = template.with_name(template.name + ".partial")
+                    shutil.rmtree(partial, ignore_errors=True)
+                    shutil.rmtree(template, ignore_errors=True)
+                    self._create(partial / "instance", partial / "data", TEMPLATE_HTTP_PORT, env)
+                    moved = partial / "instance"
+                    for f in moved.rglob("*"):     # its own paths: the template's, not the .partial's
+                        if f.is_file() and f.parent.name in ("bin", "etc"):
+                            f.write_text(f.read_text().replace(str(partial), str(template)))
+                    os.replace(partial, template)
+        shutil.copytree(template / "instance", instance, symlinks=True)
+        for f in instance.rglob("*"):
+            if f.is_file() and f.parent.name in ("bin", "etc"):
+                text = f.read_text()
+                new = (text.replace(str(template / "instance"), str(instance))
+                       .replace(str(template / "data"), str(data))
+                       .replace(f"http://127.0.0.1:{TEMPLATE_HTTP_PORT}", f"http://127.0.0.1:{http_port}"))
+                if new != text:
+                    f.write_text(new)
+        data.mkdir(parents=True, exist_ok=True)
+
     def _configure(self, instance: Path, port: int) -> None:
-        """One AMQP acceptor on `port` (the created ones are dropped), disk usage checked every second, anycast
-        (queue) addresses and queues when an attach creates them, and a heap that fits a small machine."""
+        """One AMQP acceptor on `port` (the created ones are dropped), disk usage checked every 100 ms, anycast
+        (queue) addresses and queues when an attach creates them, a journal that writes at once (its store is
+        a tmpfs), and a heap, GC and JIT that fit a small machine."""
         broker_xml = instance / "etc" / "broker.xml"
         text = broker_xml.read_text()
         acceptor = (f'<acceptor name="amqp">tcp://127.0.0.1:{port}?protocols=AMQP;useEpoll=false;'
@@ -116,7 +163,14 @@ class Artemis(JvmBroker):
         text, count = re.subn(r"<acceptors>.*?</acceptors>", f"<acceptors>{acceptor}</acceptors>", text, flags=re.S)
         if count != 1:
             raise BrokerStartFailed(f"{self.kind}: the created broker.xml has no <acceptors> section to configure")
-        text = re.sub(r"<disk-scan-period>\d+</disk-scan-period>", "<disk-scan-period>1000</disk-scan-period>", text)
+        text = re.sub(r"<disk-scan-period>\d+</disk-scan-period>",
+                      f"<disk-scan-period>{DISK_SCAN_MS}</disk-scan-period>", text)
+        # the store is a tmpfs: batch a durable write for 10 us, not NIO's default 3.3 ms (each synchronous
+        # publisher's message waited that long for its outcome)
+        text, count = re.subn(r"(<journal-type>\w+</journal-type>)",
+                              rf"\1<journal-buffer-timeout>{JOURNAL_BUFFER_NS}</journal-buffer-timeout>", text)
+        if count != 1:
+            raise BrokerStartFailed(f"{self.kind}: the created broker.xml has no <journal-type> to configure")
         # queue semantics for addresses made on attach (Artemis' default routing type is multicast)
         text, count = re.subn(r'(<address-setting match="#">)', r"\1<default-address-routing-type>ANYCAST"
                               r"</default-address-routing-type><default-queue-routing-type>ANYCAST"
@@ -126,7 +180,10 @@ class Artemis(JvmBroker):
         broker_xml.write_text(text)
         profile = instance / "etc" / "artemis.profile"
         if profile.exists():
-            profile.write_text(re.sub(r"-Xmx\S+", "-Xmx512M", re.sub(r"-Xms\S+", "-Xms64M", profile.read_text())))
+            text = re.sub(r"-Xmx\S+", "-Xmx512M", re.sub(r"-Xms\S+", "-Xms64M", profile.read_text()))
+            # a throwaway node on a small machine: the JIT's first tier only and one GC thread start it sooner
+            text = re.sub(r" ?-XX:\+UseStringDeduplication", "", text.replace("-XX:+UseG1GC", JVM_FLAGS))
+            profile.write_text(text)
 
 
 def artemis_class(version: str) -> type[Artemis]:

@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
             print(f"the broker did not report the disk {'full' if action == 'raise' else 'free again'} within "
                   f"{WAIT_SECONDS} s (its log: {watch[0]})", file=sys.stderr)
             return 1
-        time.sleep(0.2)  # bounded-wait-ok: the broker checks its disk periodically
+        time.sleep(0.05)  # bounded-wait-ok: the broker checks its disk periodically
     return 0
 
 

@@ -311,6 +311,7 @@ def http_action(tool: list[str], action: HttpCall, what: str, values: dict) -> H
     from .jvm import http
     settings = dict(part.split("=", 1) for part in tool[1:] if "=" in part)
     password_env = settings.pop("password_env", None)
+    up_within = float(settings.pop("up_within_s", 0) or 0)      # a node whose web server may still be starting
     values = {**settings, **values}
     base = urlsplit(tool[0])
     user = unquote(base.username) if base.username else None
@@ -318,8 +319,13 @@ def http_action(tool: list[str], action: HttpCall, what: str, values: dict) -> H
     netloc = base.hostname + (f":{base.port}" if base.port else "")
     url = urlunsplit((base.scheme, netloc, base.path.rstrip("/"), "", "")) + fill(
         action.path, {k: quote(str(v), safe="") for k, v in values.items()})
-    status, body = http(action.method, url, fill_value(action.body, values), user=user, password=password,
-                        headers={"Origin": f"{base.scheme}://localhost"})
+    deadline = time.monotonic() + up_within
+    while True:
+        status, body = http(action.method, url, fill_value(action.body, values), user=user, password=password,
+                            headers={"Origin": f"{base.scheme}://localhost"})
+        if status != 0 or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)  # bounded-wait-ok: the management endpoint of a node just started is coming up, with a deadline
     if status not in action.ok:
         detail = body if isinstance(body, str) else json.dumps(body)
         raise HookFailed(f"{what}: {action.method} {base.path.rstrip('/')}{fill(action.path, values)} answered "
