@@ -40,11 +40,13 @@ did not count, or by the delivery in progress, without blame.
 from __future__ import annotations
 
 import copy
+from bisect import bisect_right
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from .. import catalogue
-from ..wire.serial import MASK, SerialUndefined, serial_diff
+from ..wire.serial import HALF as _HALF, MASK, MODULUS as _MODULUS, SerialUndefined, serial_diff
 from .endpoints import LinkEndpoint, SessionEndpoint, credit_left
 
 IN, OUT = "in", "out"
@@ -70,6 +72,8 @@ RULES = {
 # 2.7.4: "When the handle field is not set, this field MUST NOT be set." (field, value meaning "not set")
 LINK_ONLY_FIELDS = (("delivery_count", None), ("link_credit", None), ("available", None), ("drain", False),
                     ("properties", None))
+
+_INDEX = attrgetter("index")
 
 
 def _other(direction: str) -> str:
@@ -286,9 +290,9 @@ class FlowOracle:
             if not grants:
                 return []
         start = len(grants) - 1
-        if announcer == OUT and not self.strict:
-            while start > 0 and grants[start].index > holder.proven_out:
-                start -= 1
+        if announcer == OUT and not self.strict and grants[start].index > holder.proven_out:
+            # the last grant at or before the proven frame (grants are in frame order), else the first
+            start = max(0, bisect_right(grants, holder.proven_out, key=_INDEX) - 1)
         if start and grants[0].resolved:
             del grants[:start]                 # superseded for good: keeps every lookup short
             start = 0
@@ -296,8 +300,17 @@ class FlowOracle:
 
     @staticmethod
     def _allowance(grants: list, current: int) -> int | None:
-        lefts = [x for x in (g.left(current) for g in grants) if x is not None]
-        return max(lefts) if lefts else None
+        # max(g.left(current)) over the grants whose left is defined, inlined (the judging hot path):
+        # left = credit - serial_diff(base, current); undefined when current - base is exactly 2^31
+        best = None
+        for g in grants:
+            d = (current - g.base) & MASK
+            if d == _HALF:
+                continue
+            x = g.credit - (d - _MODULUS if d > _HALF else d)
+            if best is None or x > best:
+                best = x
+        return best
 
     @staticmethod
     def _prove(holder, index: int) -> None:
