@@ -97,28 +97,40 @@ def is_transcript(path: Path) -> bool:
     return head[:1] in (b"{", b"[")
 
 
+class CaptureJudge:
+    """The connections of one capture, judged as its in-order segments come (`pcap.Segment`s, gaps too)."""
+
+    def __init__(self, label: str, say: Callable[[str], None] = lambda s: None):
+        self.label, self.say = label, say
+        self.judges: dict[int, ConnectionJudge] = {}
+        self.connections: list[ConnectionJudge] = []
+
+    def segment(self, seg) -> None:
+        conn = seg.connection
+        judge = self.judges.get(id(conn))
+        if judge is None:
+            (ca, cp), (sa, sp) = conn.key
+            judge = ConnectionJudge(f"{self.label}:{conn.name}", client=f"{ca}:{cp}", server=f"{sa}:{sp}",
+                                    from_start=conn.from_start)
+            self.judges[id(conn)] = judge
+            self.connections.append(judge)
+        if seg.gap:
+            judge.gap(seg.side)
+            return
+        for finding in judge.feed(seg.side, seg.data, seg.t):
+            self.say(finding.line())
+
+
 def judge_capture(path: Path | list[Path], say: Callable[[str], None] = lambda s: None) -> CheckResult:
     """Every TCP connection of one capture (a file, or a ring buffer's files in order), judged; a line said
     for each finding as it is found."""
     group = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
-    path, label = group[0], set_label(group)
     result = CheckResult(inputs=[str(p) for p in group])
-    judges: dict[int, ConnectionJudge] = {}
+    judge = CaptureJudge(set_label(group), say)
     for seg in streams(group):
-        conn = seg.connection
-        judge = judges.get(id(conn))
-        if judge is None:
-            (ca, cp), (sa, sp) = conn.key
-            judge = ConnectionJudge(f"{label}:{conn.name}", client=f"{ca}:{cp}", server=f"{sa}:{sp}",
-                                    from_start=conn.from_start)
-            judges[id(conn)] = judge
-            result.connections.append(judge)
-        if seg.gap:
-            judge.gap(seg.side)
-            continue
-        for finding in judge.feed(seg.side, seg.data, seg.t):
-            say(finding.line())
-    return _sorted_out(result, path, say)
+        judge.segment(seg)
+    result.connections = judge.connections
+    return _sorted_out(result, group[0], say)
 
 
 def _sorted_out(result: CheckResult, path: Path, say) -> CheckResult:
