@@ -185,12 +185,13 @@ def main(argv=None) -> int:
             for side, h in (("direct", handle), ("proxied", proxied)):
                 say(f"run {i + 1}/{args.repeat} {side}")
                 runs[side].append(round(stream_once(h, args.messages, args.window)))
+                say(f"  {side}: {runs[side][-1]} messages/s")
         q = handle.unique_queue("observe-latency")
         handle.create_queue(q)
         address = handle.queue_address(q, "target")
         say("latency")
-        lat_direct = latency(args.url, address, args.latency)
-        lat_proxied = latency(proxy_url, address, args.latency)
+        lat_direct = latency(args.url, address, args.latency) if args.latency else float("nan")
+        lat_proxied = latency(proxy_url, address, args.latency) if args.latency else float("nan")
     finally:
         observed = stop_observe(proc)
     d, p = statistics.median(runs["direct"]), statistics.median(runs["proxied"])
