@@ -16,8 +16,9 @@ In one run, against one broker (a URL with the profile of a managed broker, e.g.
 
 Figures depend on the machine's load: quote them with it (the development machine has 2 shared cores).
 
-Usage: .venv/bin/python benchmarks/observe.py --url amqp://guest:guest@127.0.0.1:PORT [--profile rabbitmq-4]
+Usage: .venv/bin/python benchmarks/observe.py --url amqp://guest:guest@127.0.0.1:PORT|rabbitmq-4.0 [--profile rabbitmq-4]
        [--messages 20000] [--window 1000] [--repeat 3] [--latency 300] [--capture-messages 50000] [--no-spark]
+       [--proxy-only]
 """
 
 from __future__ import annotations
@@ -162,9 +163,12 @@ def main(argv=None) -> int:
     ap.add_argument("--latency", type=int, default=300)
     ap.add_argument("--capture-messages", type=int, default=50_000)
     ap.add_argument("--no-spark", action="store_true")
+    ap.add_argument("--proxy-only", action="store_true", help="measure the proxy only (no capture, no judging)")
     args = ap.parse_args(argv)
     say = lambda m: print(f"[observe-bench] {m}", file=sys.stderr, flush=True)   # noqa: E731
-    handle = brokers.start(brokers.resolve(args.url, args.profile))
+    brokers.install_cleanup()          # a managed node (--url rabbitmq-4.0) stops at exit and on SIGTERM
+    handle = brokers.start(brokers.resolve(args.url, args.profile if "://" in args.url else None))
+    args.url = handle.url
     port = parse_url(args.url).port
     work = Path(tempfile.mkdtemp(prefix="observe-bench-"))
     report: dict = {"machine": {"cpus": os.cpu_count(), "load_avg": os.getloadavg(), "python": platform.python_version(),
@@ -181,20 +185,26 @@ def main(argv=None) -> int:
             for side, h in (("direct", handle), ("proxied", proxied)):
                 say(f"run {i + 1}/{args.repeat} {side}")
                 runs[side].append(round(stream_once(h, args.messages, args.window)))
+                say(f"  {side}: {runs[side][-1]} messages/s")
         q = handle.unique_queue("observe-latency")
         handle.create_queue(q)
         address = handle.queue_address(q, "target")
         say("latency")
-        lat_direct = latency(args.url, address, args.latency)
-        lat_proxied = latency(proxy_url, address, args.latency)
+        lat_direct = latency(args.url, address, args.latency) if args.latency else float("nan")
+        lat_proxied = latency(proxy_url, address, args.latency) if args.latency else float("nan")
     finally:
         observed = stop_observe(proc)
     d, p = statistics.median(runs["direct"]), statistics.median(runs["proxied"])
     report["proxy"] = {"direct_msgs_per_s": runs["direct"], "proxied_msgs_per_s": runs["proxied"],
                        "ratio": round(p / d, 3), "goal": ">= 0.9",
+                       "ratio_of_means": round(statistics.mean(runs["proxied"]) / statistics.mean(runs["direct"]), 3),
+                       "pairwise_ratios": [round(b / a, 3) for a, b in zip(runs["direct"], runs["proxied"])],
                        "latency_ms": {"direct": round(lat_direct * 1e3, 3), "proxied": round(lat_proxied * 1e3, 3),
                                       "added": round((lat_proxied - lat_direct) * 1e3, 3)},
                        "observed": observed}
+    if args.proxy_only:
+        print(json.dumps(report, indent=2))
+        return 0
     say(f"capture of {args.capture_messages} streamed messages")
     cap = work / "stream.pcapng"
     report["capture"] = capture(handle, port, args.capture_messages, args.window, cap)

@@ -40,11 +40,13 @@ did not count, or by the delivery in progress, without blame.
 from __future__ import annotations
 
 import copy
+from bisect import bisect_left, bisect_right
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from .. import catalogue
-from ..wire.serial import MASK, SerialUndefined, serial_diff
+from ..wire.serial import HALF as _HALF, MASK, MODULUS as _MODULUS, SerialUndefined, serial_diff
 from .endpoints import LinkEndpoint, SessionEndpoint, credit_left
 
 IN, OUT = "in", "out"
@@ -70,6 +72,25 @@ RULES = {
 # 2.7.4: "When the handle field is not set, this field MUST NOT be set." (field, value meaning "not set")
 LINK_ONLY_FIELDS = (("delivery_count", None), ("link_credit", None), ("available", None), ("drain", False),
                     ("properties", None))
+
+_INDEX = attrgetter("index")
+
+
+_QUARTER = 1 << 30
+
+
+def _allowance_of(grants: list, current: int) -> int | None:
+    """max(g.left(current)) over the grants whose left is defined (inlined: left = credit - serial_diff(base,
+    current), undefined when current - base is exactly 2^31); None when none is."""
+    best = None
+    for g in grants:
+        d = (current - g.base) & MASK
+        if d == _HALF:
+            continue
+        x = g.credit - (d - _MODULUS if d > _HALF else d)
+        if best is None or x > best:
+            best = x
+    return best
 
 
 def _other(direction: str) -> str:
@@ -182,6 +203,7 @@ class FlowOracle:
         self.violations: list[Violation] = []
         self._by_channel: dict[str, dict[int, _Session]] = {IN: {}, OUT: {}}
         self._found: list[Violation] = []
+        self._allow_cache: dict = {}     # id(a holder's grants) -> what _allowance remembers of them
 
     # -- observing -------------------------------------------------------------------------------------
 
@@ -286,18 +308,77 @@ class FlowOracle:
             if not grants:
                 return []
         start = len(grants) - 1
-        if announcer == OUT and not self.strict:
-            while start > 0 and grants[start].index > holder.proven_out:
-                start -= 1
+        if announcer == OUT and not self.strict and grants[start].index > holder.proven_out:
+            # the last grant at or before the proven frame (grants are in frame order), else the first
+            start = max(0, bisect_right(grants, holder.proven_out, key=_INDEX) - 1)
         if start and grants[0].resolved:
             del grants[:start]                 # superseded for good: keeps every lookup short
             start = 0
         return grants[start:]
 
-    @staticmethod
-    def _allowance(grants: list, current: int) -> int | None:
-        lefts = [x for x in (g.left(current) for g in grants) if x is not None]
-        return max(lefts) if lefts else None
+    def _allowance(self, grants: list, current: int, run: list | None = None) -> int | None:
+        """max(g.left(current)) over the grants whose left is defined; None when none is.
+
+        The judging hot path: `run`, the holder's list the grants are a window of (`_candidates`), lets
+        the maximum be remembered. A run's windows only move forward (grants join its end; a window's start
+        only moves to later grants; a resolved grant's base and credit never change), so while the grant
+        that gave the maximum stays in the window, the next maximum is the remembered one moved by the
+        distance `current` advanced, or a grant that joined since. That is exact while every base lies within
+        2^30 of `current` (no left crosses the 2^31 discontinuity); otherwise, or when the maximum's grant
+        left the window, the full pass."""
+        n = len(grants)
+        if run is None or n < 4:
+            return _allowance_of(grants, current)
+        cache = self._allow_cache
+        entry = cache.get(id(run))
+        first, last = grants[0], grants[-1]
+        if entry is not None and entry[0] is run:
+            _run, first_c, last_c, star, c0, best, spread = entry
+            k = (current - c0) & MASK
+            k = k - _MODULUS if k >= _HALF else k
+            spread += k if k >= 0 else -k
+            if spread < _QUARTER and first.index >= first_c.index and last.index >= last_c.index \
+                    and first.index <= star.index <= last.index:
+                pos = bisect_left(grants, star.index, key=_INDEX)
+                if pos < n and grants[pos] is star:
+                    best -= k
+                    for g in grants[bisect_right(grants, last_c.index, key=_INDEX):]:   # joined since
+                        d = (current - g.base) & MASK
+                        d = d - _MODULUS if d >= _HALF else d
+                        if not -_QUARTER < d < _QUARTER:
+                            break
+                        if d < 0 and -d > spread:
+                            spread = -d
+                        elif d > spread:
+                            spread = d
+                        x = g.credit - d
+                        if x > best:
+                            best, star = x, g
+                    else:
+                        cache[id(run)] = (run, first, last, star, current, best, spread)
+                        return best
+        best = star = None
+        spread = 0
+        for g in grants:
+            d = (current - g.base) & MASK
+            if d == _HALF:
+                spread = _QUARTER
+                continue
+            d = d - _MODULUS if d > _HALF else d
+            if d < 0 and -d > spread:
+                spread = -d
+            elif d > spread:
+                spread = d
+            x = g.credit - d
+            if best is None or x > best:
+                best, star = x, g
+        if best is not None and spread < _QUARTER:
+            if len(cache) > 1024:
+                cache.clear()
+            cache[id(run)] = (run, first, last, star, current, best, spread)
+        else:
+            cache.pop(id(run), None)
+        return best
 
     @staticmethod
     def _prove(holder, index: int) -> None:
@@ -407,7 +488,7 @@ class FlowOracle:
         if d == IN:
             self._prove_by(s, s.grants[OUT], lambda g: (g.left(tid) or 0) > 0)
         window = self._candidates(s, s.grants[receiver], receiver)
-        left = self._allowance(window, tid)
+        left = self._allowance(window, tid, s.grants[receiver])
         if left is not None and left <= 0:
             limits = ", ".join(f"{(g.limit - 1) & MASK:#x}" for g in window)
             self._flag(d, "session-window", f"transfer-id {tid:#x} is beyond the incoming-window "
@@ -441,7 +522,7 @@ class FlowOracle:
         if d == IN:
             self._prove_link(s, link, lambda g: (g.left(current) or 0) > 0)
         limits = self._candidates(link, link.grants, _other(d))
-        left = self._allowance(limits, current)
+        left = self._allowance(limits, current, link.grants)
         if left is not None and left <= 0:
             shown = ", ".join(f"{g.limit:#x}" for g in limits)
             self._flag(d, "no-credit", f"message at delivery-count {current:#x} with no link-credit "

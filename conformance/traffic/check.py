@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,31 +68,69 @@ def expand(paths: Iterable[str | Path]) -> list[Path]:
     return out
 
 
+_RING = re.compile(r"^(?P<prefix>.+)_(?P<n>\d{5,})_(?P<stamp>\d{14})(?P<ext>\.[A-Za-z]+)$")
+
+
+def capture_sets(files: Iterable[Path]) -> list[list[Path]]:
+    """The files in groups judged as one capture each: the files of one ring buffer (tshark/dumpcap
+    `-b`, named PREFIX_NNNNN_YYYYMMDDhhmmss.EXT in one directory) together in their order, since a
+    connection goes on from one file into the next; every other file alone. In the order first given."""
+    groups: dict = {}
+    for f in files:
+        m = _RING.match(f.name) if f.suffix in CAPTURE_SUFFIXES else None
+        key = (str(f.parent), m.group("prefix"), m.group("ext")) if m else ("", str(f), "")
+        groups.setdefault(key, []).append(f)
+    for key, group in groups.items():
+        if key[0]:
+            group.sort(key=lambda f: int(_RING.match(f.name).group("n")))
+    return list(groups.values())
+
+
+def set_label(group: list[Path]) -> str:
+    """How a capture set's connections are named: its (first) file's name."""
+    return group[0].name
+
+
 def is_transcript(path: Path) -> bool:
     with open(path, "rb") as fh:
         head = fh.read(64).lstrip()
     return head[:1] in (b"{", b"[")
 
 
-def judge_capture(path: Path, say: Callable[[str], None] = lambda s: None) -> CheckResult:
-    """Every TCP connection of one capture file, judged; a line said for each finding as it is found."""
-    result = CheckResult(inputs=[str(path)])
-    judges: dict[int, ConnectionJudge] = {}
-    for seg in streams(path):
+class CaptureJudge:
+    """The connections of one capture, judged as its in-order segments come (`pcap.Segment`s, gaps too)."""
+
+    def __init__(self, label: str, say: Callable[[str], None] = lambda s: None):
+        self.label, self.say = label, say
+        self.judges: dict[int, ConnectionJudge] = {}
+        self.connections: list[ConnectionJudge] = []
+
+    def segment(self, seg) -> None:
         conn = seg.connection
-        judge = judges.get(id(conn))
+        judge = self.judges.get(id(conn))
         if judge is None:
             (ca, cp), (sa, sp) = conn.key
-            judge = ConnectionJudge(f"{path.name}:{conn.name}", client=f"{ca}:{cp}", server=f"{sa}:{sp}",
+            judge = ConnectionJudge(f"{self.label}:{conn.name}", client=f"{ca}:{cp}", server=f"{sa}:{sp}",
                                     from_start=conn.from_start)
-            judges[id(conn)] = judge
-            result.connections.append(judge)
+            self.judges[id(conn)] = judge
+            self.connections.append(judge)
         if seg.gap:
             judge.gap(seg.side)
-            continue
+            return
         for finding in judge.feed(seg.side, seg.data, seg.t):
-            say(finding.line())
-    return _sorted_out(result, path, say)
+            self.say(finding.line())
+
+
+def judge_capture(path: Path | list[Path], say: Callable[[str], None] = lambda s: None) -> CheckResult:
+    """Every TCP connection of one capture (a file, or a ring buffer's files in order), judged; a line said
+    for each finding as it is found."""
+    group = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
+    result = CheckResult(inputs=[str(p) for p in group])
+    judge = CaptureJudge(set_label(group), say)
+    for seg in streams(group):
+        judge.segment(seg)
+    result.connections = judge.connections
+    return _sorted_out(result, group[0], say)
 
 
 def _sorted_out(result: CheckResult, path: Path, say) -> CheckResult:
@@ -185,8 +224,8 @@ def judge_file(path: Path, say: Callable[[str], None] = lambda s: None) -> Check
 
 def judge_all(paths: Iterable[str | Path], say: Callable[[str], None] = lambda s: None) -> CheckResult:
     total = CheckResult()
-    for path in expand(paths):
-        r = judge_file(path, say)
+    for group in capture_sets(expand(paths)):
+        r = judge_file(group[0], say) if len(group) == 1 else judge_capture(group, say)
         total.connections += r.connections
         total.skipped += r.skipped
         total.inputs += r.inputs

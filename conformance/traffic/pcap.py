@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, NamedTuple, Sequence
 
 from ..errors import CaptureTruncated, NotACapture
 
@@ -32,8 +32,7 @@ SYN, FIN, RST = 0x02, 0x01, 0x04
 _MAX_HELD = 4 << 20            # out-of-order bytes held per direction before the missing ones count as lost
 
 
-@dataclass(frozen=True)
-class Packet:
+class Packet(NamedTuple):
     t: float
     link: int
     data: bytes
@@ -149,8 +148,7 @@ def _tsresol(options: bytes, order: str) -> float:
 
 # -- link layer, IP, TCP -----------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class TcpSegment:
+class TcpSegment(NamedTuple):
     src: tuple
     dst: tuple
     seq: int
@@ -188,7 +186,27 @@ def _ip_payload(link: int, data: bytes) -> tuple[int, bytes] | None:
 
 def tcp_segment(packet: Packet) -> TcpSegment | None:
     """The TCP segment a packet carries, None for anything else (ARP, UDP, fragments...)."""
-    carried = _ip_payload(packet.link, packet.data)
+    return tcp_of(packet.link, packet.data, packet.t)
+
+
+_TCP_HEAD = struct.Struct(">HHIIBB")
+
+
+def tcp_of(link: int, data: bytes, t: float) -> TcpSegment | None:
+    """`tcp_segment` of a packet given as its link type, bytes and time."""
+    # the common case (Ethernet without VLAN tag, as Linux loopback captures are; IPv4; TCP; no fragment)
+    # without the general path below; anything else goes that way
+    if link == LINK_ETHERNET and len(data) >= 54 and data[12] == 8 and data[13] == 0 and data[14] >> 4 == 4 \
+            and data[23] == 6 and not (data[20] & 0x3F or data[21]):
+        ihl = (data[14] & 0x0F) * 4
+        total = (data[16] << 8) | data[17]
+        tcp = data[14 + ihl:14 + total] if total >= ihl else data[14 + ihl:]
+        if len(tcp) < 20:
+            return None
+        sport, dport, seq, _ack, off, flags = _TCP_HEAD.unpack_from(tcp)
+        return TcpSegment((_v4(data[26:30]), sport), (_v4(data[30:34]), dport), seq, flags,
+                          tcp[(off >> 4) * 4:], t)
+    carried = _ip_payload(link, data)
     if carried is None:
         return None
     etype, ip = carried
@@ -211,14 +229,24 @@ def tcp_segment(packet: Packet) -> TcpSegment | None:
         return None
     if len(tcp) < 20:
         return None
-    sport, dport, seq, _ack, off, flags = struct.unpack(">HHIIBB", tcp[:14])
+    sport, dport, seq, _ack, off, flags = _TCP_HEAD.unpack_from(tcp)
     return TcpSegment((_addr(family, src), sport), (_addr(family, dst), dport), seq, flags,
-                      bytes(tcp[(off >> 4) * 4:]), packet.t)
+                      bytes(tcp[(off >> 4) * 4:]), t)
+
+
+_V4: dict = {}
+
+
+def _v4(raw: bytes) -> str:
+    addr = _V4.get(raw)
+    if addr is None:
+        addr = _V4[raw] = ".".join(str(b) for b in raw)
+    return addr
 
 
 def _addr(family: int, raw: bytes) -> str:
     if family == 4:
-        return ".".join(str(b) for b in raw)
+        return _v4(bytes(raw))
     import ipaddress
     return str(ipaddress.IPv6Address(bytes(raw)))
 
@@ -250,8 +278,7 @@ class TcpConnection:
         return f"{ca}:{cp}->{sa}:{sp}"
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
     """The next in-order bytes one side of a connection sent; data=b"" with gap=True: bytes were lost."""
 
     connection: TcpConnection
@@ -362,11 +389,14 @@ class Reassembler:
         return out
 
 
-def streams(path: Path) -> Iterator[Segment]:
-    """The in-order bytes of every TCP connection of a capture file, in capture order."""
+def streams(path: Path | Sequence[Path]) -> Iterator[Segment]:
+    """The in-order bytes of every TCP connection of a capture file, in capture order. Several files (a
+    ring buffer's, in order) are one capture: a connection goes on from one file into the next."""
     r = Reassembler()
-    for packet in read_packets(path):
-        seg = tcp_segment(packet)
-        if seg is not None:
-            yield from r.feed(seg)
+    feed = r.feed
+    for one in ([path] if isinstance(path, (str, Path)) else path):
+        for packet in read_packets(one):
+            seg = tcp_of(packet.link, packet.data, packet.t)
+            if seg is not None and (seg.data or seg.flags & SYN):   # a bare ACK / FIN carries nothing to judge
+                yield from feed(seg)
     yield from r.finish()

@@ -74,3 +74,38 @@ def test_the_report_has_a_traffic_section_from_the_history(tmp_path, spark):
     md = render_markdown(example)
     assert "## Judged traffic" in md and f"| `{RDC}` | MUST | server Other@1 | 1 | 1 |" in md
     assert "Judged traffic" not in render_markdown(example_model())        # nothing judged: no section
+
+
+def _ring(tmp_path):
+    """One connection's packets split over a ring buffer's three files (tshark -b names), plus a lone file."""
+    pk = publisher().packets()
+    ring = tmp_path / "ring"
+    ring.mkdir()
+    cuts = [0, 3, 7, len(pk)]
+    for k in range(3):
+        write_pcapng(ring / f"cap_{k + 1:05d}_2026112515{k:02d}00.pcapng", pk[cuts[k]:cuts[k + 1]])
+    return ring
+
+
+def test_a_ring_buffer_is_one_capture_in_check_and_on_spark(tmp_path, spark):
+    ring = _ring(tmp_path)
+    whole = tmp_path / "whole.pcapng"
+    write_pcapng(whole, publisher().packets())
+    local, alone = judge_all([ring]), judge_all([whole])
+    assert len(local.connections) == 1 and not local.connections[0].mid_stream
+    assert [(f.requirement_id, f.frame_index) for f in local.findings] == \
+        [(f.requirement_id, f.frame_index) for f in alone.findings] and local.findings
+    summaries, findings, _ = judge_on_spark(spark, [ring], partitions=3)
+    key = lambda f: (f["connection"], f["requirement_id"], f["endpoint"], f["frame_index"], f["frame"])
+    assert sorted(map(key, findings)) == sorted(key(f.to_json()) for f in local.findings)
+    assert [s["frames"] for s in summaries] == [local.connections[0].frames]
+
+
+def test_check_spark_on_a_truncated_capture_is_one_line(tmp_path, capsys, spark):
+    from conformance import errors
+    bad = tmp_path / "t.pcap"
+    write_pcap(bad, publisher().packets())
+    bad.write_bytes(bad.read_bytes()[:-7])
+    rc = main(["check", "--spark", "local[2]", str(bad), "--reports-dir", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert rc == errors.EXIT_CAPTURE_TRUNCATED and err.count("\n") == 1 and "cut short" in err
