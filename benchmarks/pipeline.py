@@ -187,8 +187,9 @@ def main() -> int:
     t = time.perf_counter()
     spark = session(SparkTarget(master=args.spark_master), log_file=work / "spark.log")
     spark_start = time.perf_counter() - t
-    warm = dataset(root, 100_000)                    # one small pass so JIT warm-up is not charged to a size
-    measure(spark, warm, work, 100_000, append=False)
+    if sizes:
+        warm = dataset(root, 100_000)                # one small pass so JIT warm-up is not charged to a size
+        measure(spark, warm, work, 100_000, append=False)
     results = [measure(spark, data[n], work, n, keep=args.keep) for n in sizes]
     base = dataset(root, args.appends_base) if args.appends_base else None
     many = appends(spark, work, args.appends, base, args.appends_budget) if args.appends else None
