@@ -14,6 +14,8 @@ with a one-line BadResults error naming the file and line, and so does a run tha
 with fewer records than it scheduled (`scheduled`): its results.jsonl was cut short (`check_run_dirs`). A run
 that never finished (interrupted, killed) is ingested as it is; runs.json keeps its `finished_at: null`, the
 count of its records (`records`) and what it scheduled, so the report can show it as unfinished.
+The records table itself (schema, JSON lines -> Parquet, its summary) is written by conformance.history.records;
+this module owns the batches: ingest, deduplication, compaction.
 """
 
 from __future__ import annotations
