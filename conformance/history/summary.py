@@ -32,11 +32,21 @@ def summarize(records_df) -> dict:
     from pyspark.sql import functions as F
 
     micros = F.round(F.col("duration_s") * 1_000_000).cast("long")
-    fine = (records_df.groupBy(*KEY, "run_id", F.substring("started_at", 1, 10).alias("day"))
-            .agg(F.count(F.lit(1)).alias("records"),
-                 *[F.sum((F.col("verdict") == v).cast("long")).alias(f"n_{v}") for v in VERDICTS],
-                 F.sum(micros).alias("sum_us"), F.min("duration_s").alias("min_s"),
-                 F.max("duration_s").alias("max_s"), F.max(F.struct(*LATEST[:4])).alias("latest"),
+    # first, a hash aggregation (every buffer fixed-width: no sort of the records) to one row per distinct
+    # (cell, run, product, started_at, verdict): the records of a run that share a start and a verdict
+    atoms = (records_df.groupBy(*KEY, "run_id", "broker_product", "started_at", "verdict")
+             .agg(F.count(F.lit(1)).alias("records"), F.sum(micros).alias("sum_us"),
+                  F.min("duration_s").alias("min_s"), F.max("duration_s").alias("max_s")))
+    # then, on those few rows, what needs a string maximum: the greatest (started_at, run_id, verdict,
+    # duration_s) of a group is that of its atoms, each with its greatest duration
+    fine = (atoms.groupBy(*KEY, "run_id", F.substring("started_at", 1, 10).alias("day"))
+            .agg(F.sum("records").alias("records"),
+                 *[F.sum(F.when(F.col("verdict") == v, F.col("records")).otherwise(F.lit(0)))
+                   .alias(f"n_{v}") for v in VERDICTS],
+                 F.sum("sum_us").alias("sum_us"), F.min("min_s").alias("min_s"),
+                 F.max("max_s").alias("max_s"),
+                 F.max(F.struct("started_at", "run_id", "verdict", F.col("max_s").alias("duration_s")))
+                 .alias("latest"),
                  F.max("broker_product").alias("product"))
             .localCheckpoint())
     narrow = merge({"cells": fine}, only="cells")["cells"].localCheckpoint()
@@ -82,6 +92,11 @@ def merge(tables: dict, only: str | None = None) -> dict:
 
 
 def write(tables: dict, dest) -> None:
-    """Write summary tables under `dest` (summary/<table>/), one small file each."""
+    """Write summary tables under `dest` (summary/<table>/part-0.parquet), one small file each. They are as
+    small as cases x brokers x versions (x days), so the driver writes them from Arrow: no Spark write job
+    (its commit protocol costs more than the rows, at every small ingest)."""
+    import pyarrow.parquet as pq
+
     for name in TABLES:
-        tables[name].coalesce(1).write.parquet(str(dest / name))
+        (dest / name).mkdir(parents=True, exist_ok=True)
+        pq.write_table(tables[name].toArrow(), str(dest / name / "part-0.parquet"))
