@@ -21,8 +21,8 @@ frame is judged against every limit it may still have been acting on: the latest
 processed and all limits announced after it; a transfer is legal if any of them allows it. Proofs are
 kept per link (link limits) and per session (window limits); a link proof at our frame k also proves the
 session processed k. The broker proves it processed our frame k only by:
-  - an attach answering our attach (k = that attach; a begin needs no proof: the window of our begin is
-    the first limit, which is always judged with);
+  - an attach answering our attach (k = that attach; a begin needs none: our begin's window is the first
+    limit, and stays one until a later one is proved);
   - doing something the limit proved so far cannot explain: a transfer it would not allow, or a flow as
     sender whose link-credit differs from max(0, limit - delivery-count) for it; k = the earliest later
     limit that explains it (if none does, nothing is proved and the frame is judged);
@@ -260,7 +260,7 @@ class FlowOracle:
             raise LookupError(f"our handle {handle} on channel {channel} is not a link the "
                               f"{'broker' if sender == IN else 'peer'} sends on")
         receiver = _other(sender)
-        if link.snd is None or link.snd.delivery_count is None or sender not in s.ep:
+        if link.snd is None or link.snd.delivery_count is None:      # (its attach came after its begin)
             return 0
         def pick(holder, grants):
             return self._candidates(holder, grants, receiver) if in_flight else [g for g in grants if g.resolved][-1:]

@@ -57,6 +57,19 @@ def _scenarios():
         s.inn(s.transfer(3))
         return s, s.transfer(3)
 
+    def no_credit_two_limits():
+        s = _credit(2)
+        s.out(s.our_flow(handle=0, delivery_count=I, link_credit=1))          # lowered in flight
+        s.inn(s.transfer(3))
+        s.inn(s.transfer(3))
+        return s, s.transfer(3)
+
+    def window_two_limits():
+        s = _credit(our_window=1, broker_next_outgoing=0)
+        s.out(s.our_flow(incoming_window=1))
+        s.inn(s.transfer(3))
+        return s, s.transfer(3)
+
     def continuation():
         s = _credit()
         s.inn(Transfer(handle=3, delivery_id=4, more=True))
@@ -103,6 +116,10 @@ def _scenarios():
          "transfer-id 0x0 is beyond the incoming-window (last transfer-id allowed: 0xffffffff)"),
         ("credit", no_credit, "2.6.7/no-send-without-credit",
          "message at delivery-count 0xfffffffc with no link-credit (delivery-limit 0xfffffffc)"),
+        ("credit, two limits", no_credit_two_limits, "2.6.7/no-send-without-credit",
+         "message at delivery-count 0xfffffffd with no link-credit (delivery-limit 0xfffffffd, 0xfffffffc)"),
+        ("window, two limits", window_two_limits, "2.5.6/remote-incoming-window-decrement",
+         "transfer-id 0x1 is beyond the incoming-window (last transfer-id allowed: 0x0, 0x0)"),
         ("echo", echo, "2.7.4/echo-no-loop", "a flow answering an echo request itself sets echo=true"),
         ("link fields", with_flow(lambda: receiver_link(I), link_credit=1, drain=True),
          "2.7.4/link-fields-need-handle", "a flow without handle carries link_credit, drain"),
@@ -160,7 +177,8 @@ def test_the_broker_is_judged_against_the_limits_it_may_still_act_on_and_the_fin
     would not allow shows the broker acted on our later, larger window: from then on the begin's window is
     no longer one it may be acting on, and the finding lists only the window it was judged against."""
     s = receiver_link(I, our_window=1, broker_next_outgoing=0)
-    s.out(s.our_flow(handle=0, delivery_count=I, link_credit=10, incoming_window=2))    # last id allowed: 1
+    s.out(s.our_flow(handle=0, delivery_count=I, link_credit=10))        # credit; the window stays 1
+    s.out(s.our_flow(incoming_window=2))                                 # last transfer-id allowed: 1
     assert s.ids(s.transfer(3)) == [] and s.ids(s.transfer(3)) == []
     assert _found(s.inn(s.transfer(3))) == [("2.5.6/remote-incoming-window-decrement",
                                              "transfer-id 0x2 is beyond the incoming-window (last transfer-id "
@@ -174,7 +192,7 @@ def _broker_receiver_first(judge="in"):
     s = Script(judge)
     s.out(Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10))
     s.inn(Begin(remote_channel=0, next_outgoing_id=0, incoming_window=10, outgoing_window=10))
-    s.inn(Attach(name="x", handle=2, role=True))
+    assert s.ids(Attach(name="x", handle=2, role=True)) == []            # a receiver's: no initial count
     return s
 
 
@@ -188,6 +206,21 @@ def test_a_receivers_flow_sets_delivery_count_only_once_it_can_have_seen_the_sen
     assert s.ids(s.broker_flow(handle=2, link_credit=3)) == []               # it may not have our attach yet
     assert s.ids(s.broker_flow(handle=2, delivery_count=5, link_credit=3)) == []
     assert s.oracle.link(0, 0).sender == "out"
+
+
+def test_our_attach_answering_the_brokers_proves_nothing_it_had_not_seen():
+    """The in-flight rule (2.6.7: "If the link-credit is reduced by the receiver when transfers are
+    in-flight, the receiver MAY either handle the excess messages normally ..."; likewise our session window):
+    only the broker's attach answering ours shows it processed our earlier frames. When the broker attached
+    first, our answer proves nothing, and its transfers on another link may still use our larger window."""
+    s = receiver_link(I, our_window=10, broker_next_outgoing=0)
+    s.out(s.our_flow(handle=0, delivery_count=I, link_credit=20))
+    s.out(s.our_flow(incoming_window=1))                                   # lowered: may be in flight
+    s.inn(Attach(name="x", handle=4, role=False, initial_delivery_count=0))
+    s.out(Attach(name="x", handle=1, role=True))
+    for _ in range(10):
+        assert s.ids(s.transfer(3)) == []
+    assert s.ids(s.transfer(3)) == ["2.5.6/remote-incoming-window-decrement"]
 
 
 @pytest.mark.parametrize("fields,found", [({}, ["2.7.4/receiver-delivery-count"]),
@@ -238,11 +271,11 @@ def test_the_brokers_flow_on_a_session_it_began_is_judged_only_before_our_begin(
                  channel=5) == ["2.7.4/next-incoming-id-set"]
     assert s.ids(Flow(incoming_window=2, next_outgoing_id=100, outgoing_window=10), channel=5) == []
     s.out(Begin(remote_channel=5, next_outgoing_id=0xFFFFFFF0, incoming_window=10, outgoing_window=10))
-    assert s.ids(Flow(incoming_window=2, next_outgoing_id=100, outgoing_window=10), channel=5) == []
     # our transfers (no link needed: every transfer frame uses the session window) against 0xfffffff0 + 2
     assert s.ids(Transfer(handle=1, delivery_id=0), direction="out") == []
     assert s.ids(Transfer(handle=1, delivery_id=1), direction="out") == []
     assert s.ids(Transfer(handle=1, delivery_id=2), direction="out") == ["2.5.6/remote-incoming-window-decrement"]
+    assert s.ids(Flow(incoming_window=2, next_outgoing_id=100, outgoing_window=10), channel=5) == []
 
 
 def test_a_flow_without_next_incoming_id_after_the_begin_still_counts_from_the_initial_outgoing_id():
@@ -436,6 +469,15 @@ def test_a_flow_mid_delivery_may_lag_by_the_message_in_progress_only():
 
 # -- lifecycle, unknown handles and channels, attach fields --------------------------------------------------
 
+def test_a_transfer_from_the_links_receiver_is_no_message_of_its_sender():
+    """2.6.7 delivery-count: "is incremented whenever a message is sent" by the sender; "Only the sender MAY
+    independently modify this field." (our peer's transfer on its receiving link moves nothing)"""
+    s = _credit(1)
+    s.out(s.transfer(0, direction="out"))
+    assert s.oracle.link(0, 0).messages == 0
+    assert s.ids(s.transfer(3)) == []
+
+
 def test_a_receivers_attach_needs_no_initial_delivery_count():
     """2.7.3 initial-delivery-count: "This MUST NOT be null if role is sender, and it is ignored if the role is
     receiver.\""""
@@ -465,6 +507,23 @@ def test_after_an_attach_without_initial_delivery_count_the_senders_flow_gives_t
     assert s.ids(s.transfer(3)) == ["2.6.7/no-send-without-credit"]
 
 
+def test_a_limit_that_cannot_be_placed_is_left_out_and_the_others_still_judge():
+    """2.6.7: the delivery-limit is "adding the link-credit to the delivery-count"; a flow of ours with no
+    delivery-count on a link whose sender never gave an initial one names no limit (2.7.3 broken by the
+    broker), but the limit we did place still judges its flow: link-credit_snd := delivery-count_rcv +
+    link-credit_rcv - delivery-count_snd."""
+    s = Script()
+    s.out(Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10))
+    s.inn(Begin(remote_channel=0, next_outgoing_id=0, incoming_window=10, outgoing_window=10))
+    s.out(Attach(name="r", handle=0, role=True))
+    s.inn(Attach(name="r", handle=3, role=False))
+    s.out(s.our_flow(handle=0, delivery_count=5, link_credit=2))
+    s.out(s.our_flow(handle=0, link_credit=1))
+    assert s.oracle.link(0, 0).tolerated_credit is None               # no delivery-count known yet
+    assert s.ids(s.broker_flow(handle=3, delivery_count=5, link_credit=7)) == ["2.6.7/credit-formula"]
+    assert s.ids(s.broker_flow(handle=3, delivery_count=5, link_credit=2)) == []
+
+
 def test_the_link_view_before_the_senders_attach():
     """2.6.7: "The receiver initializes its delivery-count upon receiving the sender's attach": before it,
     nothing about the sender's count or credit is known."""
@@ -487,6 +546,12 @@ def test_unknown_handles_and_channels_are_not_judged_but_transfers_use_the_sessi
     assert s.ids(Transfer(handle=9, delivery_id=0)) == []
     assert s.ids(Transfer(handle=9, delivery_id=1)) == ["2.5.6/remote-incoming-window-decrement"]
     assert s.oracle.link(0, 0).messages == 0
+    s = Script()                                       # no link at all, our window lowered in flight
+    s.out(Begin(next_outgoing_id=0, incoming_window=2, outgoing_window=10))
+    s.inn(Begin(remote_channel=0, next_outgoing_id=0, incoming_window=10, outgoing_window=10))
+    s.out(Flow(next_incoming_id=0, incoming_window=1, next_outgoing_id=0, outgoing_window=10))
+    assert s.ids(Transfer(handle=9, delivery_id=0)) == [] and s.ids(Transfer(handle=9, delivery_id=1)) == []
+    assert s.ids(Transfer(handle=9, delivery_id=2)) == ["2.5.6/remote-incoming-window-decrement"]
 
 
 def test_a_link_name_attached_again_after_both_detaches_starts_afresh():
@@ -609,3 +674,21 @@ def test_stand_in_frames_leaving_optional_fields_out_mean_their_defaults():
         ["2.6.7/no-send-without-credit"]
     assert [v.requirement_id for v in o.observe("in", Bare(TransferBody(9)))] == \
         ["2.7.5/delivery-id-first", "2.6.7/no-send-without-credit"]
+
+    @dataclasses.dataclass
+    class BareTransfer:                   # no delivery-id attribute at all
+        handle: int
+        more: bool | None = None
+        NAME = "transfer"
+
+    assert [v.requirement_id for v in o.observe("in", Bare(BareTransfer(9)))] == \
+        ["2.7.5/delivery-id-first", "2.6.7/no-send-without-credit"]
+
+    @dataclasses.dataclass
+    class EchoFlow(FlowBody):
+        echo: bool = True
+
+    assert o.observe("out", Bare(EchoFlow(next_incoming_id=3))) == [] and o.observe("in", Bare(FlowBody())) == []
+    o.observe("out", Bare(AttachBody("y", 1, True)))
+    assert [v.requirement_id for v in o.observe("in", Bare(AttachBody("y", 8, False)))] == \
+        ["2.7.3/initial-delivery-count-sender"]
