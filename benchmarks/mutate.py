@@ -42,6 +42,47 @@ EQUIVALENT: dict[str, str] = {
         "`link_credit > 0` -> `>= 0`: at 0 the loop runs no step and sets link-credit 0 again",
     "conformance.model.endpoints.xǁLinkEndpointǁon_drain_exhausted__mutmut_13":
         "steps of 2^31 - 2 instead of 2^31 - 1: any split below 2^31 adds up to the same delivery-count",
+    # model/oracle.py
+    "conformance.model.oracle.xǁFlowOracleǁ__init____mutmut_20":
+        "`_found = None`: observe() resets _found before any handler runs; the initial value is never read",
+    "conformance.model.oracle.xǁFlowOracleǁobserve__mutmut_32":
+        "`getattr(frame, 'channel', None) or 0` is 0, as with the default 0",
+    "conformance.model.oracle.xǁFlowOracleǁpeer_may_send__mutmut_4":
+        "in_flight None instead of False: it is only tested for truth",
+    "conformance.model.oracle.xǁFlowOracleǁpeer_may_send__mutmut_9":
+        "in_flight True: for limits the broker announced (our peer sees them at once) the in-flight candidates "
+        "are the latest resolved limit alone, which is what in_flight=False picks",
+    "conformance.model.oracle.xǁFlowOracleǁ_has_seen_begin__mutmut_7":
+        "`<` -> `<=` between two begins' frame indexes: two frames never share an index",
+    "conformance.model.oracle.xǁFlowOracleǁ_has_seen_sender_attach__mutmut_10":
+        "`<` -> `<=` between two attaches' frame indexes: two frames never share an index",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_begin__mutmut_31":
+        "the begin's limit is the first of its list, whose index is never read (_candidates never steps below "
+        "the first limit; _prove_by proves only later ones)",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_attach__mutmut_60":
+        "the initial limit's index (None): it is the first of its list, whose index is never read",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_attach__mutmut_66":
+        "the initial limit's index (+1): it is the first of its list, whose index is never read",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_attach__mutmut_67":
+        "the initial limit's index (-2): it is the first of its list, whose index is never read",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_attach__mutmut_61":
+        "the initial limit's base None: the loop right after sets every unresolved base to initial & MASK",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_attach__mutmut_51":
+        "LinkEndpoint(None): is_sender only chooses on_send or on_receive, which count a message alike",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_attach__mutmut_52":
+        "LinkEndpoint(False): is_sender only chooses on_send or on_receive, which count a message alike",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_detach__mutmut_12":
+        "`handles.pop(d)` without default: d is always in link.handles (set with by_handle[d], where it was found)",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_flow__mutmut_31":
+        "echo_asked = None instead of False: it is only tested for truth",
+    "conformance.model.oracle.xǁFlowOracleǁ_sender_flow__mutmut_58":
+        "`lag < 0` -> `lag <= 0`: at lag 0 adopting the same delivery-count changes nothing",
+    "conformance.model.oracle.xǁFlowOracleǁ_sender_flow__mutmut_59":
+        "`lag < 0` -> `lag < 1`: at lag 0 adopting the same delivery-count changes nothing",
+    "conformance.model.oracle.xǁFlowOracleǁ_sender_flow__mutmut_61":
+        "`lag > 0` -> `lag >= 0`: at lag 0 adopting the same delivery-count changes nothing",
+    "conformance.model.oracle.xǁFlowOracleǁ_sender_flow__mutmut_64":
+        "`if lag > 0` -> `>= 0` inside the branch: the branch is taken only for lag < 0 or lag > 0",
 }
 
 

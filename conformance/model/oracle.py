@@ -21,7 +21,8 @@ frame is judged against every limit it may still have been acting on: the latest
 processed and all limits announced after it; a transfer is legal if any of them allows it. Proofs are
 kept per link (link limits) and per session (window limits); a link proof at our frame k also proves the
 session processed k. The broker proves it processed our frame k only by:
-  - a begin answering our begin, or an attach answering our attach (k = that begin/attach);
+  - an attach answering our attach (k = that attach; a begin needs none: our begin's window is the first
+    limit, and stays one until a later one is proved);
   - doing something the limit proved so far cannot explain: a transfer it would not allow, or a flow as
     sender whose link-credit differs from max(0, limit - delivery-count) for it; k = the earliest later
     limit that explains it (if none does, nothing is proved and the frame is judged);
@@ -148,7 +149,6 @@ class _Link:
     attach_index: dict = field(default_factory=dict)     # direction -> frame index of its attach
     sender: str | None = None                            # the direction whose endpoint sends messages
     snd: LinkEndpoint | None = None                      # the sender's state, from its own frames
-    rcv: LinkEndpoint = field(default_factory=LinkEndpoint.receiver)
     grants: list = field(default_factory=list)           # the receiver's delivery-limits, oldest first
     uncounted_aborts: int = 0                            # aborted deliveries the sender may not have counted
     delivery_id: int | None = None                       # of the multi-frame delivery in progress
@@ -158,10 +158,8 @@ class _Link:
 
 @dataclass
 class _Session:
-    channels: dict = field(default_factory=dict)         # direction -> channel
     begin_index: dict = field(default_factory=dict)
     begin_values: dict = field(default_factory=dict)     # direction -> (next-outgoing-id, in-window, out-window)
-    ended: set = field(default_factory=set)
     ep: dict = field(default_factory=dict)               # direction -> SessionEndpoint of that side
     grants: dict = field(default_factory=lambda: {IN: [], OUT: []})   # incoming transfer-id limits per side
     proven_out: int = -1                                 # our latest session frame the broker processed
@@ -259,7 +257,8 @@ class FlowOracle:
                         latest.limit if known else None, latest.left(dc) if known else None,
                         self._allowance(self._candidates(link, link.grants, _other(link.sender)), dc)
                         if dc is not None else None,
-                        link.rcv.available, latest.drain if latest is not None else False,
+                        link.snd.available if link.snd is not None else 0,
+                        latest.drain if latest is not None else False,
                         link.snd.messages if link.snd is not None else 0,
                         link.snd.in_delivery if link.snd is not None else False)
 
@@ -283,7 +282,7 @@ class FlowOracle:
             raise LookupError(f"our handle {handle} on channel {channel} is not a link the "
                               f"{'broker' if sender == IN else 'peer'} sends on")
         receiver = _other(sender)
-        if link.snd is None or link.snd.delivery_count is None or sender not in s.ep:
+        if link.snd is None or link.snd.delivery_count is None:      # (its attach came after its begin)
             return 0
         def pick(holder, grants):
             return self._candidates(holder, grants, receiver) if in_flight else [g for g in grants if g.resolved][-1:]
@@ -311,10 +310,8 @@ class FlowOracle:
         if announcer == OUT and not self.strict and grants[start].index > holder.proven_out:
             # the last grant at or before the proven frame (grants are in frame order), else the first
             start = max(0, bisect_right(grants, holder.proven_out, key=_INDEX) - 1)
-        if start and grants[0].resolved:
-            del grants[:start]                 # superseded for good: keeps every lookup short
-            start = 0
-        return grants[start:]
+        del grants[:start]                     # superseded for good: keeps every lookup short
+        return grants[:]
 
     def _allowance(self, grants: list, current: int, run: list | None = None) -> int | None:
         """max(g.left(current)) over the grants whose left is defined; None when none is.
@@ -406,11 +403,10 @@ class FlowOracle:
         remote = _int(getattr(body, "remote_channel", None))
         if remote is not None:
             s = self._by_channel[other].get(remote)
-            if s is not None and d in s.channels:
+            if s is not None and d in s.ep:
                 s = None
         if s is None:
             s = _Session()
-        s.channels[d] = channel
         s.begin_index[d] = self.frame_index
         self._by_channel[d][channel] = s
         values = (int(body.next_outgoing_id), int(body.incoming_window), int(body.outgoing_window))
@@ -424,13 +420,9 @@ class FlowOracle:
                 for g in s.grants[side]:
                     if g.base is None:
                         g.base = s.ep[_other(side)].initial_outgoing_id
-            if d == IN and other in s.begin_index and s.begin_index[other] < s.begin_index[d]:
-                self._prove(s, s.begin_index[other])
 
     def _on_end(self, d: str, channel: int, body) -> None:
-        s = self._by_channel[d].pop(channel, None)
-        if s is not None:
-            s.ended.add(d)
+        self._by_channel[d].pop(channel, None)
 
     # -- attach / detach -------------------------------------------------------------------------------
 
@@ -457,7 +449,6 @@ class FlowOracle:
                 link.snd = LinkEndpoint(True)
             else:
                 link.snd = LinkEndpoint.sender(initial)
-                link.rcv.on_sender_attach(initial)
                 link.grants.insert(0, _Grant(-1, initial & MASK, 0))
                 for g in link.grants:
                     if g.base is None:
@@ -481,7 +472,7 @@ class FlowOracle:
 
     def _on_transfer(self, d: str, channel: int, body) -> None:
         s = self._by_channel[d].get(channel)
-        if s is None or d not in s.ep:
+        if s is None:
             return
         receiver = _other(d)
         tid = s.ep[d].next_outgoing_id
@@ -513,7 +504,6 @@ class FlowOracle:
                        f"began with {link.delivery_id}")
         aborted = bool(getattr(body, "aborted", None))
         snd.on_transfer_frame(body.more, aborted)
-        link.rcv.on_transfer_frame(body.more, aborted)
         if aborted:
             link.uncounted_aborts += 1
 
@@ -548,12 +538,12 @@ class FlowOracle:
                 self._flag(d, "link-fields", "a flow without handle carries " + ", ".join(present))
             return
         link = s.by_handle[d].get(handle)
-        if link is None or link.sender is None:
+        if link is None:
             return
         if link.sender == d:
             self._sender_flow(s, link, d, body)
         else:
-            self._receiver_flow(s, link, d, body)
+            self._receiver_flow(link, d, body)
 
     def _session_flow(self, s: _Session, d: str, body) -> None:
         other = _other(d)
@@ -577,8 +567,7 @@ class FlowOracle:
         incoming, outgoing = int(body.incoming_window), int(body.outgoing_window)
         base = nid if nid is not None else (s.ep[other].initial_outgoing_id if other in s.ep else None)
         s.grants[d].append(_Grant(self.frame_index, base, incoming))
-        if d in s.ep:
-            s.ep[d].set_windows(incoming, outgoing)
+        s.ep[d].set_windows(incoming, outgoing)
         if other in s.ep:
             s.ep[other].on_remote_flow(nid, incoming, int(body.next_outgoing_id), outgoing)
 
@@ -589,7 +578,7 @@ class FlowOracle:
             return other in s.begin_index
         if other not in s.begin_index:
             return False                          # we have not even sent ours
-        if d in s.begin_index and s.begin_index[other] < s.begin_index[d]:
+        if s.begin_index[other] < s.begin_index[d]:
             return True                           # the broker's begin answered ours
         return None
 
@@ -616,11 +605,9 @@ class FlowOracle:
         elif lag < 0 or (lag > 0 and not snd.in_delivery):
             if lag > 0:
                 link.uncounted_aborts -= lag                 # it did not count aborted deliveries
-            snd.link_credit += lag
             snd.delivery_count = dc
         if available is not None:
             snd.available = available
-        link.rcv.on_sender_flow(dc, credit, available)
         if receiver == OUT:
             if credit is not None and not self._kept_credit(link, dc, credit):
                 self._prove_link(s, link, lambda g: g.left(dc) is not None and max(g.left(dc), 0) == credit)
@@ -673,7 +660,7 @@ class FlowOracle:
             rule = "drain-advance" if draining else "credit-formula"
             self._flag(d, rule, f"link-credit 0 at delivery-count {dc:#x}, short of the delivery-limit ({named})")
 
-    def _receiver_flow(self, s: _Session, link: _Link, d: str, body) -> None:
+    def _receiver_flow(self, link: _Link, d: str, body) -> None:
         dc = _int(body.delivery_count)
         credit = _int(body.link_credit)
         drain = bool(getattr(body, "drain", None))
@@ -698,11 +685,6 @@ class FlowOracle:
             return
         base = dc if dc is not None else (snd.initial_delivery_count if snd is not None else None)
         link.grants.append(_Grant(self.frame_index, base, credit, drain, snd.messages if snd is not None else 0))
-        if snd is not None:
-            snd.on_receiver_flow(dc, credit, drain)
-        link.rcv.link_credit = credit if base is None or link.rcv.delivery_count is None else \
-            credit_left(base, credit, link.rcv.delivery_count)
-        link.rcv.drain = drain
 
     @staticmethod
     def _has_seen_sender_attach(link: _Link, d: str) -> bool | None:
@@ -711,7 +693,7 @@ class FlowOracle:
             return False
         if d == OUT:
             return True
-        return True if link.attach_index[sender] < link.attach_index.get(d, -1) else None
+        return True if link.attach_index[sender] < link.attach_index[d] else None
 
     _HANDLERS = {
         "begin": _on_begin,

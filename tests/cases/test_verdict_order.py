@@ -149,3 +149,61 @@ def test_a_case_keeps_its_declared_title_figure_and_expectation(registry):
 def test_a_record_keeps_the_verdict_as_plain_text():
     d = CaseResult("2.6.8/1", "t", "2.6.8", "MUST", [MUST], Verdict.PASS, "ok", "ref").to_record()
     assert type(d["verdict"]) is str and d["verdict"] == "pass"
+
+
+# -- what the mutation run (./dev mutate) found no test holding: the exit code, refusals, case kinds, needs -----
+
+@pytest.mark.parametrize("records,code", [
+    ([], 0),
+    ([{"verdict": "pass", "level": "MUST"}, {"verdict": "fail", "level": "SHOULD"}], 0),   # SHOULD fails: 0
+    ([{"verdict": "fail", "level": "MUST"}], 1),
+    ([{"verdict": "fail", "level": "MUST"}, {"verdict": "error", "level": "MAY"}], 14),  # an error outweighs
+    ([{"verdict": "error"}], 14),
+])
+def test_the_exit_code_of_a_run_follows_its_worst_must_and_errors(records, code):
+    """README/docs: exit 1 when a MUST-level case failed, 14 when a case ended in error (conformance/errors.py)."""
+    from conformance.errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK
+    from conformance.verdict import exit_code
+    assert (EXIT_OK, EXIT_MUST_FAILED, EXIT_CASE_ERROR) == (0, 1, 14)
+    assert exit_code(iter(records)) == code
+
+
+def test_a_refusal_names_what_the_broker_did_and_is_recorded_whole():
+    from conformance.casekit.findings import Refusal
+    r = Refusal("amqp:resource-limit-exceeded", "too many links", "detach", 2, 7, 3, "detach(handle=0)")
+    assert r.text() == 'the broker refused the link (detach) with amqp:resource-limit-exceeded ("too many links")'
+    assert r.to_record() == {"condition": "amqp:resource-limit-exceeded", "description": "too many links",
+                             "performative": "detach", "connection": 2, "frame_index": 7,
+                             "frame": "detach(handle=0)"}
+    bare = Refusal("amqp:unauthorized-access", None, "close", 1, 4, 2, "close")
+    assert bare.text() == "the broker closed the connection with amqp:unauthorized-access"
+    assert Refusal("x:y", None, "other", 1, 0, 0, "").text() == "the broker other with x:y"
+
+
+def test_a_case_kind_chooses_its_registry_and_every_declared_field_is_kept(registry, monkeypatch):
+    monkeypatch.setattr(casespec, "CLIENT_REGISTRY", {})
+    casespec.case("2.6.7/95", "t", [MUST, SHOULD], deliberate=[SHOULD],
+                  refusals_judged=("amqp:resource-limit-exceeded",))(_body)
+    spec = registry["2.6.7/95"]
+    assert (spec.kind, spec.deliberate, spec.refusals_judged) == ("broker", (SHOULD,),
+                                                                  ("amqp:resource-limit-exceeded",))
+    casespec.case("2.6.7/101", "t", [MUST], kind="client")(_body)
+    assert "2.6.7/101" not in registry and casespec.CLIENT_REGISTRY["2.6.7/101"].kind == "client"
+    with pytest.raises(ValueError, match=r"registered twice \(" + __name__ + " and "):
+        casespec.case("2.6.7/101", "t", [MUST])(_body)
+    with pytest.raises(catalogue.UnknownRequirement):
+        casespec.case("2.6.7/94", "t", [MUST], deliberate=["2.6.7/no-such-rule"])(_body)
+
+
+def test_a_need_with_alternatives_is_met_by_any_and_named_whole_when_missing():
+    class Profile:
+        def __init__(self, *hooks):
+            self.hooks = hooks
+
+        def has_hook(self, name):
+            return name in self.hooks
+
+    assert casespec.has_need(Profile("queue_limit_bytes"), "queue_limit_messages|queue_limit_bytes")
+    assert not casespec.has_need(Profile("alarm"), "queue_limit_messages|queue_limit_bytes")
+    assert casespec.missing_hook_reason("a|b") == \
+        "the broker profile has none of the hooks 'a' or 'b'; add one to the profile to run this case"
