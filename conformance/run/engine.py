@@ -117,6 +117,13 @@ def execute(plan: Plan, console=None) -> Outcome:
             (run.path / "pytest.log").write_text(output.getvalue(), "utf-8")
             raise RunBroken(f"pytest stopped the run ({_first_error(output.getvalue())}); its output is in "
                             f"{run.path / 'pytest.log'}, the results so far beside it")
+        if not interrupted and not pipeline.stopped_early() and len(pipeline.records) < plan.scheduled:
+            # pytest ended as if all went well, yet cases never reported (e.g. its workers could not import the
+            # suite): the run itself broke, and no verdict of the missing cases may read as green
+            (run.path / "pytest.log").write_text(output.getvalue(), "utf-8")
+            raise RunBroken(f"{len(pipeline.records)} of {plan.scheduled} scheduled cases finished "
+                            f"({_first_error(output.getvalue())}); pytest's output is in "
+                            f"{run.path / 'pytest.log'}, the results so far beside it")
         complete = run.finish(stopped="interrupted (Ctrl-C)" if interrupted else
                               ("pytest stopped early (e.g. --maxfail)" if pipeline.stopped_early() else None))
         run.update_meta(brokers=_identities_from(pipeline.records, started.identities()))

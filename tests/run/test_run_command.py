@@ -158,3 +158,16 @@ def test_a_run_stopped_early_is_marked_unfinished(tmp_path, capsys):
     assert recorded < meta["scheduled"] == 3
     assert meta["finished_at"] is None and "stopped early" in meta["stopped"]["reason"]
     assert f"{recorded} of 3 scheduled cases finished" in out
+
+
+def test_a_run_whose_cases_never_report_is_broken_not_green(tmp_path, reference_url, capsys, monkeypatch):
+    """pytest ending "all well" with cases that never reported (its workers could not import the suite, as a
+    half-written checkout does) is exit 14 naming how many finished, never exit 0 on an empty table."""
+    import conformance.run.engine as engine
+    monkeypatch.setattr(engine.pytest, "main", lambda *args, **kwargs: pytest.ExitCode.OK)
+    code = main(["run", "2.6.8", "--broker", reference_url, "--reports-dir", str(tmp_path), "-n", "0"])
+    out, err = capsys.readouterr()
+    assert code == 14, out + err
+    assert "0 of 3 scheduled cases finished" in err and "Traceback" not in out + err
+    [run] = run_dirs(tmp_path)
+    assert (run / "pytest.log").exists() and not json.loads((run / "run.json").read_text()).get("finished_at")
