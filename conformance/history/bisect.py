@@ -97,18 +97,26 @@ class SearchResult:
     note: str = ""
 
 
-def search(count: int, probe: Callable[[int], tuple[str, str]]) -> SearchResult:
-    """The first index whose outcome is bad, assuming good...good bad...bad; `probe(i)` returns
-    (outcome, source). Skipped points are stepped around, as `git bisect skip` does."""
-    result = SearchResult(first_bad=None)
-    seen: dict[int, str] = {}
+def _remembered(probe: Callable[[int], tuple[str, str]], seen: dict[int, str], steps: list,
+                step) -> Callable[[int], str]:
+    """`probe` asked once per index: the outcome is remembered in `seen` and each first look is appended to
+    `steps` as `step(index, outcome, source)`."""
 
     def look(i: int) -> str:
         if i not in seen:
             outcome, source = probe(i)
             seen[i] = outcome
-            result.steps.append(SearchStep(i, outcome, source))
+            steps.append(step(i, outcome, source))
         return seen[i]
+    return look
+
+
+def search(count: int, probe: Callable[[int], tuple[str, str]]) -> SearchResult:
+    """The first index whose outcome is bad, assuming good...good bad...bad; `probe(i)` returns
+    (outcome, source). Skipped points are stepped around, as `git bisect skip` does."""
+    result = SearchResult(first_bad=None)
+    seen: dict[int, str] = {}
+    look = _remembered(probe, seen, result.steps, SearchStep)
 
     first, last = 0, count - 1
     if look(first) == BAD:
@@ -176,13 +184,7 @@ def first_change(count: int, verdict_of: Callable[[int], tuple[str, str]]) -> Ch
     the oldest and newest testable builds anchor the search, then `search` halves the range between them."""
     result = ChangeResult()
     seen: dict[int, str] = {}
-
-    def look(i: int) -> str:
-        if i not in seen:
-            verdict, source = verdict_of(i)
-            seen[i] = verdict
-            result.steps.append(ChangeStep(i, verdict, source))
-        return seen[i]
+    look = _remembered(verdict_of, seen, result.steps, ChangeStep)
 
     first = next((i for i in range(count) if look(i) not in UNTESTABLE), None)
     if first is None:
