@@ -21,13 +21,15 @@ import json
 from pathlib import Path
 
 from .. import catalogue
-from ..peer import settle
+from ..peer import Precluded, settle
+from ..peer.barrier import begin_end_round_trip
 from ..model import FlowOracle
 from ..peer import ExpectationTimeout, Peer, Timeouts
 from ..options import RunOptions, default_reports_dir
 from ..wire import Attach, Begin, Close, Detach, End, Transfer, serial_add
 
 CHANNEL, HANDLE = 0, 0
+BARRIER_CHANNEL = 1      # a session begun and ended after each step: its answer orders what the step caused
 SETTLE_S = 0.05          # how long the broker's own frames are given to land after each step
 _names = itertools.count(1)
 
@@ -106,8 +108,20 @@ class ReceiverExplorer:
                 self.received.append(frame)
         else:
             raise ValueError(f"unknown step {kind!r}")
+        self._barrier()
         settle(peer, SETTLE_S)        # judge a transcript that no longer changes: same script, same verdict
         self.check()
+
+    def _barrier(self) -> None:
+        """A round trip after the step: the broker answers our begin only after it processed the step, so what
+        the step made it send has arrived, on a loaded machine too (same script, same transcript). A broker
+        that closes or does not answer leaves the judging to `check`, as without the barrier."""
+        peer = self.peer
+        try:
+            theirs = begin_end_round_trip(peer, BARRIER_CHANNEL)
+            peer.expect(End, channel=theirs, unless=lambda f: isinstance(f.body, Close))
+        except (Precluded, ExpectationTimeout):
+            pass
 
     def check(self) -> None:
         """Feed the frames that arrived or left since the last check to the model; raise on a MUST or SHOULD."""

@@ -16,6 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 PROBE = """
 import atexit, json, signal, sys
 SIGNALS = [s for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)]
+for s in (signal.SIGTERM, signal.SIGHUP):   # as from a terminal, whatever this test runs under (nohup ignores SIGHUP)
+    signal.signal(s, signal.SIG_IGN if "--nohup" in sys.argv and s == signal.SIGHUP else signal.SIG_DFL)
 before = [signal.getsignal(s) for s in SIGNALS]
 hooks = []
 def register(f, *a, **k):   # our package's own exit hooks (libraries it imports may register theirs)
@@ -49,6 +51,12 @@ def test_importing_the_package_changes_no_signal_handler_and_registers_no_exit_h
 def test_install_cleanup_installs_the_handlers_once():
     seen = _probe("--install")
     assert seen["after"] == ["SIGTERM", "SIGHUP"] and seen["hooks"] == ["stop_all"]
+
+
+def test_install_cleanup_leaves_a_signal_someone_else_handles():
+    """Under nohup SIGHUP is ignored on purpose: the run leaves it so (and still stops its nodes on SIGTERM)."""
+    seen = _probe("--install", "--nohup")
+    assert seen["after"] == ["SIGTERM"] and seen["hooks"] == ["stop_all"]
 
 
 def test_managed_brokers_are_an_abc_every_kind_implements():

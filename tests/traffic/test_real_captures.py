@@ -3,7 +3,9 @@ and without its `omit-receiver-delivery-count` fault (RabbitMQ 3.10's behaviour)
 
 from __future__ import annotations
 
+import contextlib
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -11,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from conformance.errors import CaptureTruncated, NotACapture
 from conformance.selftest.broker import Faults
 from conformance.selftest.listener import ReferenceBroker
 from conformance.traffic.check import judge_all
+from conformance.traffic.pcap import read_packets, tcp_segment
 
 APP = Path(__file__).with_name("proton_app.py")
 RDC = "2.7.4/receiver-delivery-count"
@@ -21,10 +25,12 @@ RDC = "2.7.4/receiver-delivery-count"
 pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed (./dev test installs it)")
 
 
-def capture_app(tmp_path: Path, faults: Faults, name: str, interface: str = "lo", fmt: str = "pcapng") -> Path:
-    broker = ReferenceBroker(faults=faults).start()
-    out = tmp_path / f"{name}.{fmt}"
-    tshark = subprocess.Popen(["tshark", "-i", interface, "-f", f"tcp port {broker.port}", "-F", fmt, "-w", str(out)],
+@contextlib.contextmanager
+def tshark_on(port: int, out: Path, interface: str = "lo", fmt: str = "pcapng"):
+    """tshark capturing `tcp port PORT` into `out` while the block runs. A sentinel connection to the port is
+    seen in the file before the block starts and again before tshark is stopped: packets are written in
+    order, so nothing the block sent is still in tshark's buffers (a loaded machine lags by seconds)."""
+    tshark = subprocess.Popen(["tshark", "-i", interface, "-f", f"tcp port {port}", "-F", fmt, "-w", str(out)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
@@ -32,14 +38,41 @@ def capture_app(tmp_path: Path, faults: Faults, name: str, interface: str = "lo"
         while "Capturing on" not in line:          # tshark says so once the capture runs
             line = tshark.stderr.readline()
             assert line and time.monotonic() < deadline, f"tshark did not start capturing: {line!r}"
-        app = subprocess.run([sys.executable, str(APP), broker.url, "q1", "5"], capture_output=True, text=True,
-                             timeout=60)
-        assert app.returncode == 0, app.stderr[-500:]
+        _sentinel_seen(port, out)
+        yield
+        _sentinel_seen(port, out)
     finally:
-        broker.stop()
-        time.sleep(0.5)  # bounded-wait-ok: lets tshark write the last packets before it is told to stop
         tshark.terminate()
         tshark.wait(timeout=30)
+
+
+def _sentinel_seen(port: int, out: Path, within: float = 30.0) -> None:
+    """Connect to `port` until one of those connections is in `out` (bounded, named wait): tshark's "Capturing
+    on" comes before its filter takes packets, and it writes what it took a while later."""
+    mine: set[int] = set()
+    deadline = time.monotonic() + within
+    while True:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sentinel:
+            mine.add(sentinel.getsockname()[1])
+        time.sleep(0.2)  # bounded-wait-ok: polling the capture file, bounded by the deadline below
+        try:
+            if any((seg := tcp_segment(p)) is not None and seg.src[1] in mine for p in read_packets(out)):
+                return
+        except (CaptureTruncated, NotACapture):    # the file is still being written
+            pass
+        assert time.monotonic() < deadline, f"tshark wrote no packet of a sentinel connection within {within} s"
+
+
+def capture_app(tmp_path: Path, faults: Faults, name: str, interface: str = "lo", fmt: str = "pcapng") -> Path:
+    broker = ReferenceBroker(faults=faults).start()
+    out = tmp_path / f"{name}.{fmt}"
+    try:
+        with tshark_on(broker.port, out, interface, fmt):
+            app = subprocess.run([sys.executable, str(APP), broker.url, "q1", "5"], capture_output=True,
+                                 text=True, timeout=60)
+            assert app.returncode == 0, app.stderr[-500:]
+    finally:
+        broker.stop()
     return out
 
 
@@ -74,19 +107,12 @@ def test_the_suites_own_run_captured_gives_the_findings_of_its_transcripts(tmp_p
 
     handle = ReferenceBrokerHandle(faults=Faults.named("omit-receiver-delivery-count"), name="ref-omit")
     out = tmp_path / "suite.pcapng"
-    tshark = subprocess.Popen(["tshark", "-i", "lo", "-f", f"tcp port {handle.server.port}", "-w", str(out)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while "Capturing on" not in (line := tshark.stderr.readline()):
-            assert line and time.monotonic() < deadline, "tshark did not start capturing"
-        options = replace(RunOptions(quiet_period=0.2), workers=0, reports_dir=tmp_path / "reports")
-        outcome = execute(Plan(select_cases(["2.6.7/10", "2.6.7/11", "2.7.4/1"]), [handle], options))
+        with tshark_on(handle.server.port, out):
+            options = replace(RunOptions(quiet_period=0.2), workers=0, reports_dir=tmp_path / "reports")
+            outcome = execute(Plan(select_cases(["2.6.7/10", "2.6.7/11", "2.7.4/1"]), [handle], options))
     finally:
         handle.stop()
-        time.sleep(0.5)  # bounded-wait-ok: lets tshark write the last packets before it is told to stop
-        tshark.terminate()
-        tshark.wait(timeout=30)
     transcripts = judge_all([outcome.run.path])
     capture = judge_all([out])
     ids = {c.endpoints["client"].container_id for c in transcripts.connections}
