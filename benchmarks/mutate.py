@@ -29,6 +29,17 @@ DETECTED = {"killed", "timeout", "segfault"}      # the tests noticed the mutant
 # Mutants that behave exactly like the original for every input the code can receive (so no test can kill
 # them). Key: mutmut's mutant name; value: why it is equivalent. A listed mutant that is killed is reported
 # as stale (the code changed: look again).
+_A = "conformance.model.oracle.xǁFlowOracleǁ_allowance__mutmut_"
+# FlowOracle._allowance's memo: reasons shared by many of its mutants. The memo is exact for any window of a run
+# (the full pass is the reference, tests/model/test_allowance_cache.py); these mutants only change when it is used.
+_MISS = "the memo is used less often (or never): the full pass gives the same maximum, only slower"
+_SAME_SPREAD = "the spread gets the same value (ties, or |0| = 0)"
+_TIE = "a tie picks a later grant as the maximum's: any grant giving the maximum serves (all lefts move together)"
+_NEVER_USED = ("an entry whose spread is >= 2^30 is never used (a hit needs spread + |k| < 2^30), so storing or "
+               "dropping it changes nothing")
+_STILL_VALID = ("an older entry of the same run stays valid (k is measured from its own current, joined grants "
+                "from its own last), so keeping it instead of the newer one gives the same maximum")
+
 EQUIVALENT: dict[str, str] = {
     "conformance.wire.serial.x_serial_diff__mutmut_9":
         "`d > HALF` -> `d >= HALF`: d == HALF has raised SerialUndefined the line before",
@@ -56,11 +67,6 @@ EQUIVALENT: dict[str, str] = {
         "`<` -> `<=` between two begins' frame indexes: two frames never share an index",
     "conformance.model.oracle.xǁFlowOracleǁ_has_seen_sender_attach__mutmut_10":
         "`<` -> `<=` between two attaches' frame indexes: two frames never share an index",
-    "conformance.model.oracle.xǁFlowOracleǁ_on_begin__mutmut_31":
-        "the begin's limit is the first of its list, whose index is never read (_candidates never steps below "
-        "the first limit; _prove_by proves only later ones)",
-    "conformance.model.oracle.xǁFlowOracleǁ_on_attach__mutmut_60":
-        "the initial limit's index (None): it is the first of its list, whose index is never read",
     "conformance.model.oracle.xǁFlowOracleǁ_on_attach__mutmut_66":
         "the initial limit's index (+1): it is the first of its list, whose index is never read",
     "conformance.model.oracle.xǁFlowOracleǁ_on_attach__mutmut_67":
@@ -83,6 +89,92 @@ EQUIVALENT: dict[str, str] = {
         "`lag > 0` -> `lag >= 0`: at lag 0 adopting the same delivery-count changes nothing",
     "conformance.model.oracle.xǁFlowOracleǁ_sender_flow__mutmut_64":
         "`if lag > 0` -> `>= 0` inside the branch: the branch is taken only for lag < 0 or lag > 0",
+    # model/oracle.py: FlowOracle._allowance's memo and the calls that pass it a run
+    "conformance.model.oracle.x__allowance_of__mutmut_12":
+        "`d > HALF` -> `d >= HALF`: d == HALF was skipped (`continue`) the line before",
+    "conformance.model.oracle.x__allowance_of__mutmut_15":
+        "`x > best` -> `x >= best`: a tie leaves the same maximum",
+    "conformance.model.oracle.xǁFlowOracleǁ_candidates__mutmut_15":
+        "`index > proven_out` -> `>=`: at equality the bisection finds the same last grant (start unchanged)",
+    "conformance.model.oracle.xǁFlowOracleǁ_check_credit__mutmut_26":
+        "run None: no memo for this call; the full pass gives the same maximum",
+    "conformance.model.oracle.xǁFlowOracleǁ_check_credit__mutmut_29":
+        "run left out (None): no memo for this call; the full pass gives the same maximum",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_transfer__mutmut_30":
+        "run None: no memo for this call; the full pass gives the same maximum",
+    "conformance.model.oracle.xǁFlowOracleǁ_on_transfer__mutmut_33":
+        "run left out (None): no memo for this call; the full pass gives the same maximum",
+    "conformance.model.oracle.xǁFlowOracleǁ_judge_sender_state__mutmut_8":
+        "`(left or 0) < 0` -> `(left or 1) < 0`: `or` picks 1 only for left 0 or None, and 0 < 0 and 1 < 0 are both"
+        " false",
+    _A + "3": "`run is None` -> `run is not None`: callers with a run get the full pass; run-less calls (link(), "
+              "in-flight broker_may_send) share the id(None) entry, which hits only when its maximum's grant (one "
+              "run's object) is in the window, i.e. for the same run, where the memo is exact",
+    _A + "4": "`n < 4` -> `n <= 4`: the memo is exact for any non-empty window; the threshold only decides when it "
+              "pays",
+    _A + "5": "`n < 4` -> `n < 5`: the memo is exact for any non-empty window; the threshold only decides when it "
+              "pays",
+    _A + "11": "entry = None: " + _MISS,
+    _A + "12": "get(None): no key is None, " + _MISS,
+    _A + "13": "get(id(None)): no run is None on this path, " + _MISS,
+    _A + "15": "first = grants[1]: windows are suffixes of their run, so the 2nd grants move forward exactly when "
+               "the 1st do; `first <= star` only gets stricter: " + _MISS,
+    _A + "16": "last = grants[1]: the grants after it, already counted, are counted again exactly (harmless); `star"
+               " <= last` only gets stricter",
+    _A + "17": "last = grants[-2]: the last grant, already counted, is counted again exactly (harmless); `star <= "
+               "last` only gets stricter",
+    _A + "20": "entry[1] (a grant) is never the run: " + _MISS,
+    _A + "21": "`entry[0] is not run`: the entry holds its run alive, so an entry under id(run) is always run's: "
+               + _MISS,
+    _A + "27": "k never wrapped: a backward move reads as >= 2^31, the spread check fails: " + _MISS,
+    _A + "28": "k always minus 2^32: |k| >= 2^31, the spread check fails: " + _MISS,
+    _A + "29": "k plus 2^32 when >= 2^31: the spread check fails either way: " + _MISS,
+    _A + "30": "`k >= HALF` -> `k > HALF`: at k == 2^31 the spread check fails either way",
+    _A + "35": _SAME_SPREAD,
+    _A + "36": _SAME_SPREAD,
+    _A + "41": "`spread < 2^30` -> `<= 2^30`: at 2^30 every left still moves without crossing 2^31 (exact)",
+    _A + "42": "first must move strictly forward: stricter, " + _MISS,
+    _A + "43": "a grant must have joined: stricter, " + _MISS,
+    _A + "44": "star may not be the first grant: stricter, " + _MISS,
+    _A + "45": "star may not be the last grant: stricter, " + _MISS,
+    _A + "53": "`pos < n or ...`: the identity check is redundant: a run's grants have distinct indexes and its "
+               "windows are contiguous, so a grant with star's index between first and last is star",
+    _A + "54": "`pos <= n`: pos < n always (star.index <= last.index was checked)",
+    _A + "55": "`grants[pos] is not star`: never true (see _53): " + _MISS,
+    _A + "68": "a joined d never wrapped: ahead of current it reads as >= 2^31 and breaks to the full pass",
+    _A + "69": "a joined d always minus 2^32: behind current it breaks to the full pass; ahead, the same value",
+    _A + "70": "a joined d plus 2^32 when >= 2^31: breaks to the full pass",
+    _A + "71": "`d >= HALF` -> `d > HALF`: d == 2^31 breaks to the full pass either way",
+    _A + "73": "`not +Q < d < Q` is always true: every joined grant breaks to the full pass",
+    _A + "74": "d == -2^30 taken: its left is exact (|d| < 2^31) and the spread becomes 2^30 (no later hit)",
+    _A + "75": "d == 2^30 taken: its left is exact (|d| < 2^31) and the spread becomes 2^30 (no later hit)",
+    _A + "78": _SAME_SPREAD,
+    _A + "79": _SAME_SPREAD,
+    _A + "80": "a joined grant ahead of current does not widen the spread: it joined within 2^30 and the spread "
+               "keeps adding every later |k| and must stay < 2^30 for a hit, so its distance stays < 2^31 (exact)",
+    _A + "81": _SAME_SPREAD,
+    _A + "84": _SAME_SPREAD,
+    _A + "88": _TIE,
+    _A + "90": "the hit stores None: the next lookup misses: " + _MISS,
+    _A + "91": "the hit stores under id(None): " + _STILL_VALID,
+    _A + "94": "spread starts at 1: an over-estimate, " + _MISS,
+    _A + "105": "`d > HALF` -> `d >= HALF`: d == 2^31 was skipped (`continue`) the line before",
+    _A + "107": _SAME_SPREAD,
+    _A + "108": _SAME_SPREAD,
+    _A + "110": _SAME_SPREAD,
+    _A + "113": _SAME_SPREAD,
+    _A + "119": _TIE,
+    _A + "121": "`and` -> `or`: also stores entries with spread >= 2^30 (best is None only when spread is 2^30): "
+                + _NEVER_USED,
+    _A + "122": "`best is None and ...` is never true (best is None only when every d is 2^31, spread 2^30): "
+                + _MISS,
+    _A + "123": "`spread <= 2^30`: also stores spread 2^30: " + _NEVER_USED,
+    _A + "124": "clears the memo at 1024 entries, not 1025: " + _MISS,
+    _A + "125": "clears the memo at 1026 entries, not 1025: more memory, the same maxima",
+    _A + "126": "stores None: the next lookup misses: " + _MISS,
+    _A + "127": "stores under id(None), never looked up (run is never None here): " + _MISS,
+    _A + "128": "the far window's old entry is not dropped: " + _STILL_VALID,
+    _A + "131": "the far window's old entry is not dropped: " + _STILL_VALID,
 }
 
 

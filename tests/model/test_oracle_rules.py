@@ -488,6 +488,57 @@ def test_a_receivers_attach_needs_no_initial_delivery_count():
     assert s.ids(Attach(name="s", handle=5, role=True)) == []
 
 
+def test_a_transfer_before_the_partners_begin_has_no_window_to_be_judged_by():
+    """2.5.6: the remote-incoming-window is "computed from the values of the partner's incoming-window": before
+    the partner's begin there is none, so the session window judges nothing (and the oracle does not fail)."""
+    s = Script()
+    s.inn(Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10))
+    assert s.ids(Transfer(handle=0, delivery_id=0)) == []
+    s = Script("both")
+    s.out(Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10))
+    assert s.ids(Transfer(handle=0, delivery_id=0), direction="out") == []
+
+
+def test_a_receivers_attach_needs_no_initial_delivery_count_even_when_both_ends_are_receivers():
+    """2.7.3 initial-delivery-count "is ignored if the role is receiver": a broker attaching as receiver to our
+    receiving link (a role conflict, no flow-control rule) is not judged as a sender's attach."""
+    s = Script()
+    s.out(Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10))
+    s.inn(Begin(remote_channel=0, next_outgoing_id=0, incoming_window=10, outgoing_window=10))
+    s.out(Attach(name="r", handle=0, role=True))
+    assert s.ids(Attach(name="r", handle=3, role=True)) == []
+    assert s.oracle.link(0, 0).delivery_count is None
+
+
+def test_a_limit_exactly_2_31_from_the_transfer_id_neither_allows_nor_proves_the_transfer():
+    """RFC 1982 (2.1.3 sequence numbers) leaves two numbers 2^31 apart unordered: a window counted from there
+    neither allows a transfer nor shows the broker processed it, so the earlier window still judges it (2.5.6:
+    "the remote-incoming-window ... MUST NOT" be exceeded)."""
+    s = Script()
+    s.out(Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=10))
+    s.inn(Begin(remote_channel=0, next_outgoing_id=7, incoming_window=10, outgoing_window=10))
+    assert s.ids(Transfer(handle=9, delivery_id=0)) == []                       # transfer-id 7
+    s.out(Flow(next_incoming_id=(9 + (1 << 31)) & 0xFFFFFFFF, incoming_window=10, next_outgoing_id=0,
+               outgoing_window=10))                                             # 2^31 ahead of transfer-id 9
+    assert s.ids(Transfer(handle=9, delivery_id=1)) == ["2.5.6/remote-incoming-window-decrement"]   # 8
+    assert s.ids(Transfer(handle=9, delivery_id=2)) == ["2.5.6/remote-incoming-window-decrement"]   # 9
+
+
+def test_a_transfer_proves_the_first_later_window_that_allows_it_not_a_wider_one():
+    """The proof is the earliest later window that allows the transfer (one left suffices): here ours allowing
+    exactly it, not the wider one after it, whose start is 2^31 - 1 back; at the next transfer-id that one is
+    2^31 away (unordered, RFC 1982), so ours, used up, judges it (2.5.6)."""
+    s = Script()
+    s.out(Begin(next_outgoing_id=0, incoming_window=1, outgoing_window=10))
+    s.inn(Begin(remote_channel=0, next_outgoing_id=7, incoming_window=10, outgoing_window=10))
+    assert s.ids(Transfer(handle=9, delivery_id=0)) == []                       # transfer-id 7
+    s.out(Flow(next_incoming_id=8, incoming_window=1, next_outgoing_id=0, outgoing_window=10))
+    s.out(Flow(next_incoming_id=(9 + (1 << 31)) & 0xFFFFFFFF, incoming_window=(1 << 31) + 1, next_outgoing_id=0,
+               outgoing_window=10))
+    assert s.ids(Transfer(handle=9, delivery_id=1)) == []                       # 8: proves the first flow
+    assert s.ids(Transfer(handle=9, delivery_id=2)) == ["2.5.6/remote-incoming-window-decrement"]   # 9
+
+
 def test_after_an_attach_without_initial_delivery_count_the_senders_flow_gives_the_count():
     """2.7.3 (as above) is flagged; 2.7.4: the sender's flow "MUST be set to the current delivery-count", so
     from it on the link's credit is judged (2.6.7: "a sender MUST NOT send more messages")."""
@@ -566,6 +617,20 @@ def test_a_link_name_attached_again_after_both_detaches_starts_afresh():
                  initial_delivery_count=40))
     view = s.oracle.link(0, 0)
     assert (view.delivery_count, view.messages, view.broker_handle) == (40, 0, 3)
+
+
+def test_our_end_detached_and_attached_again_while_the_brokers_sender_stays_carries_on_its_count():
+    """2.6.7 delivery-count: "Only the sender MAY independently modify this field": when our receiving end
+    detaches and attaches the same link name again before the broker's sender detached, the broker's link
+    endpoint lives on, so its delivery-count and our earlier credit still judge its transfers."""
+    s = _credit(2)
+    s.inn(s.transfer(3))
+    s.out(Detach(handle=0))
+    s.out(Attach(name="r", handle=2, role=True, source=Source(address="q"), target=Target()))
+    view = s.oracle.link(0, 2)
+    assert (view.delivery_count, view.messages, view.broker_handle) == ((I + 1) & 0xFFFFFFFF, 1, 3)
+    assert s.ids(s.transfer(3)) == []
+    assert s.ids(s.transfer(3)) == ["2.6.7/no-send-without-credit"]
 
 
 def test_a_begin_naming_a_session_already_answered_or_no_session_begins_a_new_one():
