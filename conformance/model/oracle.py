@@ -85,7 +85,10 @@ def _allowance_of(grants: list, current: int) -> int | None:
     current), undefined when current - base is exactly 2^31); None when none is."""
     best = None
     for g in grants:
-        d = (current - g.base) & MASK
+        base = g.base
+        if base is None:               # counted from a sender's initial value its attach never gave
+            continue
+        d = (current - base) & MASK
         if d == _HALF:
             continue
         x = g.credit - (d - _MODULUS if d > _HALF else d)
@@ -136,6 +139,8 @@ class _Grant:
         return (self.base + self.credit) & MASK
 
     def left(self, current: int) -> int | None:
+        if self.base is None:          # counted from a sender's initial value its attach never gave: unknown
+            return None
         try:
             return credit_left(self.base, self.credit, current)
         except SerialUndefined:

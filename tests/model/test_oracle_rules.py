@@ -757,3 +757,22 @@ def test_stand_in_frames_leaving_optional_fields_out_mean_their_defaults():
     o.observe("out", Bare(AttachBody("y", 1, True)))
     assert [v.requirement_id for v in o.observe("in", Bare(AttachBody("y", 8, False)))] == \
         ["2.7.3/initial-delivery-count-sender"]
+
+
+def test_a_limit_counted_from_an_initial_count_the_sender_never_gave_judges_nothing():
+    """2.7.3: initial-delivery-count "MUST NOT be null if role is sender". A broker sender whose attach leaves it
+    out is flagged; a flow our receiver sent without delivery-count (2.7.4: counted from the sender's initial
+    value) then has no base: it neither allows, limits nor proves anything, and the oracle does not fail on
+    the broker's flows and transfers. Our later flow with delivery-count judges them as usual."""
+    s = Script()
+    s.out(Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100))
+    s.inn(Begin(remote_channel=0, next_outgoing_id=0, incoming_window=100, outgoing_window=100))
+    s.out(Attach(name="r", handle=0, role=True, source=Source(address="q"), target=Target()))
+    assert s.ids(Attach(name="r", handle=3, role=False, source=Source(address="q"), target=Target())) == \
+        ["2.7.3/initial-delivery-count-sender"]
+    s.out(s.our_flow(handle=0, link_credit=5))                 # no delivery-count: counted from the unknown
+    s.out(s.our_flow(handle=0, delivery_count=10, link_credit=1))
+    assert s.ids(s.broker_flow(handle=3, delivery_count=10, link_credit=1)) == []
+    assert s.ids(s.transfer(3)) == []                            # delivery-count 10, limit 11
+    assert s.ids(s.transfer(3)) == ["2.6.7/no-send-without-credit"]
+    assert s.oracle.link(0, 0).link_credit == -1
