@@ -85,10 +85,7 @@ def _allowance_of(grants: list, current: int) -> int | None:
     current), undefined when current - base is exactly 2^31); None when none is."""
     best = None
     for g in grants:
-        base = g.base
-        if base is None:               # counted from a sender's initial value its attach never gave
-            continue
-        d = (current - base) & MASK
+        d = (current - g.base) & MASK
         if d == _HALF:
             continue
         x = g.credit - (d - _MODULUS if d > _HALF else d)
@@ -139,8 +136,6 @@ class _Grant:
         return (self.base + self.credit) & MASK
 
     def left(self, current: int) -> int | None:
-        if self.base is None:          # counted from a sender's initial value its attach never gave: unknown
-            return None
         try:
             return credit_left(self.base, self.credit, current)
         except SerialUndefined:
@@ -452,6 +447,8 @@ class FlowOracle:
             if initial is None:
                 self._flag(d, "initial-count", "the sender's attach has no initial-delivery-count")
                 link.snd = LinkEndpoint(True)
+                # limits counted from the initial value it did not give can never be placed: dropped
+                link.grants[:] = [g for g in link.grants if g.base is not None]
             else:
                 link.snd = LinkEndpoint.sender(initial)
                 link.grants.insert(0, _Grant(-1, initial & MASK, 0))
@@ -689,6 +686,8 @@ class FlowOracle:
         if credit is None:
             return
         base = dc if dc is not None else (snd.initial_delivery_count if snd is not None else None)
+        if base is None and snd is not None:
+            return                       # counted from an initial value the sender's attach did not give
         link.grants.append(_Grant(self.frame_index, base, credit, drain, snd.messages if snd is not None else 0))
 
     @staticmethod

@@ -776,3 +776,25 @@ def test_a_limit_counted_from_an_initial_count_the_sender_never_gave_judges_noth
     assert s.ids(s.transfer(3)) == []                            # delivery-count 10, limit 11
     assert s.ids(s.transfer(3)) == ["2.6.7/no-send-without-credit"]
     assert s.oracle.link(0, 0).link_credit == -1
+    s.out(s.our_flow(handle=0, link_credit=7))                 # again without: flagged, and no limit
+    s.out(s.our_flow(handle=0, delivery_count=12, link_credit=1))
+    assert s.ids(s.broker_flow(handle=3, delivery_count=12, link_credit=5)) == ["2.6.7/credit-formula"]
+    assert s.ids(s.transfer(3)) == []                            # delivery-count 12, limit 13
+    assert s.ids(s.transfer(3)) == ["2.6.7/no-send-without-credit"]
+
+
+def test_a_limit_counted_from_an_initial_count_the_sender_never_gave_is_dropped_when_its_attach_comes():
+    """The same, with our flow before the broker's attach: the limit waits for the initial value (2.7.4), the
+    attach does not give it, so the limit is dropped and a sender flow that does not match our later limit
+    is judged against that limit alone."""
+    s = Script()
+    s.out(Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100))
+    s.inn(Begin(remote_channel=0, next_outgoing_id=0, incoming_window=100, outgoing_window=100))
+    s.out(Attach(name="r", handle=0, role=True, source=Source(address="q"), target=Target()))
+    s.out(s.our_flow(handle=0, link_credit=5))
+    assert s.ids(Attach(name="r", handle=3, role=False, source=Source(address="q"), target=Target())) == \
+        ["2.7.3/initial-delivery-count-sender"]
+    s.out(s.our_flow(handle=0, delivery_count=10, link_credit=1))
+    assert s.ids(s.broker_flow(handle=3, delivery_count=10, link_credit=5)) == ["2.6.7/credit-formula"]
+    assert s.ids(s.transfer(3)) == []
+    assert s.ids(s.transfer(3)) == ["2.6.7/no-send-without-credit"]
