@@ -6,8 +6,14 @@ everything else passes through unchanged and the traffic is slowed only by a cop
 also handed, with its connection, side and time, to a second process (a pipe fed by a writer thread, so a
 judge that falls behind costs memory, never forwarding speed) that runs `judge.ConnectionJudge` per
 connection, prints each finding as it is found, keeps each connection's transcript (the suite's format,
-`peer.transcript.Transcript`: SASL responses redacted) and, when the proxy stops (Ctrl-C, --duration,
---connections N ended), writes the traffic run directory (`check.write_run`) with transcripts/.
+`peer.transcript.Transcript`: SASL responses redacted) and, when the proxy stops (Ctrl-C or SIGTERM,
+--duration, --connections N ended), writes the traffic run directory (`check.write_run`) with transcripts/.
+
+Stopping: SIGINT and SIGTERM set the proxy's stop flag (it ends within one select timeout), also when the
+process was started with SIGINT ignored, as POSIX shells start a script's background jobs (`observe ... &`
+then `kill -INT`), like tcpdump. The proxy then waits for the judging process, saying so while it waits; a
+judging process that dies, or does not finish in `JUDGE_TIMEOUT`, is one error line (exit 14); a second
+signal while waiting abandons the judging (exit 130).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..errors import EXIT_OK, BrokerUnreachable, PortInUse, UsageError
+from ..errors import EXIT_INTERRUPTED, BrokerUnreachable, PortInUse, RunBroken, UsageError
 from ..options import RunOptions
 from ..peer.transcript import Transcript
 from ..peer.url import parse_url
@@ -36,6 +42,7 @@ _MSG = struct.Struct(">IBd")          # connection id, kind, time; then the data
 DATA_CLIENT, DATA_SERVER, OPENED, ENDED, STOP = 0, 1, 2, 3, 4
 _CHUNK = 256 * 1024
 _HIGH_WATER = 4 << 20                 # bytes waiting for one socket before we stop reading its partner
+JUDGE_TIMEOUT = 600.0                 # seconds the stopped proxy waits for the judging process to write the run
 
 
 def parse_listen(text: str) -> tuple[str, int]:
@@ -255,12 +262,19 @@ class PipeSink:
             msg = self.q.get()
             if msg is None:
                 return
-            send(msg)
+            try:
+                send(msg)
+            except OSError:         # the judging process is gone: the proxy says so when it stops
+                return
 
-    def close(self, timeout: float = 60.0) -> None:
+    def close(self) -> None:
+        """Queue STOP behind everything observed; the writer thread hands it over and ends."""
         self.q.put(_MSG.pack(0, STOP, time.time()))
         self.q.put(None)
-        self.thread.join(timeout)
+
+    def backlog(self) -> int:
+        """Messages not yet handed to the judging process."""
+        return self.q.qsize()
 
 
 class Observer:
@@ -299,8 +313,11 @@ class Observer:
         return CheckResult(connections=conns, inputs=[])
 
 
-def _judge_process(conn, reports_dir: str, meta: dict, result_conn) -> None:
+def _judge_process(conn, reports_dir: str, meta: dict, result_conn, parent_ends=()) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # the proxy process stops us with STOP
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for end in parent_ends:     # the proxy's ends, copied by fork: closed, so a proxy that dies means EOF here
+        end.close()
     sys.stdout.reconfigure(line_buffering=True)
     obs = Observer()
     while True:
@@ -328,7 +345,8 @@ def start_judge(reports_dir: Path, meta: dict):
     ctx = multiprocessing.get_context("fork")
     recv_end, send_end = ctx.Pipe(duplex=False)
     res_recv, res_send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_judge_process, args=(recv_end, str(reports_dir), meta, res_send), daemon=True)
+    proc = ctx.Process(target=_judge_process, args=(recv_end, str(reports_dir), meta, res_send,
+                                                    (send_end, res_recv)), daemon=True)
     proc.start()
     recv_end.close()
     res_send.close()
@@ -355,15 +373,63 @@ def cmd_observe(args) -> int:
     meta = {"listen": f"{listen[0]}:{proxy.port}", "upstream": up.redacted()}
     proc, sink, results = start_judge(reports, meta)
     proxy.sink = sink
+    stop = lambda _signum, _frame: proxy.stop()        # noqa: E731 -- a flag the proxy's loop reads
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     print(f"observing: applications connect to amqp://{listen[0]}:{proxy.port}, forwarded to {up.redacted()}; "
           "Ctrl-C stops", flush=True)
     try:
         proxy.serve(args.duration, args.connections)
-    except KeyboardInterrupt:
+    finally:
         proxy.close()
-    sink.close()
-    code = EXIT_OK
-    if results.poll(300):
-        code, _path, _ = results.recv()
-    proc.join(30)
-    return code
+        sink.close()
+    try:
+        return _wait_for_judge(proc, sink, results)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _died(proc) -> str:
+    code = proc.exitcode
+    how = f"was killed by signal {-code}" if code is not None and code < 0 else f"ended (exit code {code})"
+    return (f"the judging process {how} before writing the run directory (nothing written); "
+            "its own error, if it printed one, is above")
+
+
+def _interrupt(_signum, _frame):
+    raise KeyboardInterrupt
+
+
+def _wait_for_judge(proc, sink, results, timeout: float | None = None) -> int:
+    """The proxy has stopped: wait (bounded, saying so every 5 s) for the judging process's exit code."""
+    from multiprocessing.connection import wait
+    timeout = JUDGE_TIMEOUT if timeout is None else timeout
+    for sig in (signal.SIGINT, signal.SIGTERM):        # a second signal abandons the judging
+        signal.signal(sig, _interrupt)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                proc.kill()
+                raise RunBroken(f"the judging process did not finish within {timeout:.0f} s of the stop "
+                                "(nothing written); observe fewer connections at once or use --duration")
+            ready = wait([results, proc.sentinel], min(5.0, left))
+            if results in ready:
+                try:
+                    code, _path, _ = results.recv()
+                except EOFError:            # it ended without sending: its error, if any, is above
+                    proc.join(5)
+                    raise RunBroken(_died(proc)) from None
+                proc.join(30)
+                return code
+            if proc.sentinel in ready and not results.poll():
+                proc.join(1)
+                raise RunBroken(_died(proc))
+            if not ready:
+                print(f"stopped; judging what was observed ({sink.backlog()} chunks not yet judged) ...",
+                      file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        proc.kill()
+        print("error: interrupted again while judging; the run directory was not written", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -21,9 +21,16 @@ ROOT = Path(__file__).resolve().parents[2]
 RDC = "2.7.4/receiver-delivery-count"
 
 
-def start_observe(tmp_path, upstream: str, *extra):
+# observe started with SIGINT ignored, as a POSIX shell starts a script's background job (`observe ... &`); so
+# was every process of a test run started in the background, which is how this test once hung for 60 s
+IGNORING_SIGINT = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                   "os.execv(sys.executable, [sys.executable, '-m', 'conformance.cli', *sys.argv[1:]])")
+
+
+def start_observe(tmp_path, upstream: str, *extra, sigint_ignored: bool = False):
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "observe", "--listen", "127.0.0.1:0",
+    launch = ["-c", IGNORING_SIGINT] if sigint_ignored else ["-m", "conformance.cli"]
+    proc = subprocess.Popen([sys.executable, *launch, "observe", "--listen", "127.0.0.1:0",
                              "--upstream", upstream, "--reports-dir", str(tmp_path / "reports"), *extra],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     first = proc.stdout.readline()          # the proxy prints where it listens once it does
@@ -61,19 +68,48 @@ def test_observe_reports_findings_live_and_writes_a_run_directory(tmp_path, faul
     assert "s3cr3t" not in "".join(p.read_text() for p in run.iterdir() if p.is_file())
 
 
-def test_observe_stops_on_ctrl_c_and_on_duration(tmp_path, faulty_broker):
-    proc, port, _ = start_observe(tmp_path, faulty_broker.url)
+def _stop_and_read(proc, sig) -> str:
+    proc.send_signal(sig)
+    try:
+        out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"observe did not stop within 60 s of signal {sig!r}; it printed:\n{out}")
+    return out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_observe_stops_on_ctrl_c_and_sigterm_and_on_duration(tmp_path, faulty_broker, sig):
+    """Started with SIGINT ignored (a script's background job), Ctrl-C (or SIGTERM) still stops it and the
+    run is written: the observe process sets its own handlers, as tcpdump does."""
+    proc, port, _ = start_observe(tmp_path, faulty_broker.url, sigint_ignored=True)
+    status = Path(f"/proc/{proc.pid}/status").read_text()
+    ignored = int(re.search(r"SigIgn:\s*([0-9a-f]+)", status).group(1), 16)
+    assert ignored & (1 << (signal.SIGINT - 1)) == 0, "observe still ignores SIGINT once it is observing"
     app = subprocess.run([sys.executable, str(APP), f"amqp://127.0.0.1:{port}", "q1", "3"], capture_output=True,
                          text=True, timeout=60)
     assert app.returncode == 0, app.stderr[-500:]
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 1 and "1 connection(s) observed" in out and "Traceback" not in out
+    out = _stop_and_read(proc, sig)
+    assert proc.returncode == 1 and "1 connection(s) observed" in out and "Traceback" not in out, out
     t0 = time.monotonic()
     proc, port, _ = start_observe(tmp_path, faulty_broker.url, "--duration", "1")
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0 and "0 connection(s) observed" in out
     assert time.monotonic() - t0 < 30
+
+
+def test_a_judging_process_that_dies_is_one_error_line_not_a_hang(tmp_path, faulty_broker):
+    proc, port, _ = start_observe(tmp_path, faulty_broker.url)
+    children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    assert len(children) == 1, children                      # the judging process
+    os.kill(int(children[0]), signal.SIGKILL)
+    t0 = time.monotonic()
+    out = _stop_and_read(proc, signal.SIGINT)
+    assert proc.returncode == 14 and time.monotonic() - t0 < 30, out
+    errors = [x for x in out.splitlines() if x.startswith("error:")]
+    assert errors == out.splitlines()[-1:] and "judging process was killed by signal 9" in errors[0], out
+    assert "Traceback" not in out
 
 
 def test_observe_refuses_an_unreachable_upstream_in_one_line(tmp_path, capsys):
