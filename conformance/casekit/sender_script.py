@@ -159,6 +159,10 @@ class SenderScript(LinkScript):
                    and isinstance(item.body.state, Rejected))
 
     def publish_after_clear(self, count: int) -> bool:
+        """Publish `count` messages once credit and window allow; whether publishing resumed: they were sent
+        and, after their outcomes (a bounded wait), the broker had not detached the link, ended the session
+        or closed (a broker that refuses the messages by its configuration has not resumed publishing)."""
+        outcomes = len(self.accepted_bodies()) + self.rejected_count()
         for i in range(count):
             if self.peer.closed_by_remote:
                 return False
@@ -175,4 +179,5 @@ class SenderScript(LinkScript):
                 self.transfer(f"{self.queue}+{i}".encode())
             except ConnectionLost:
                 return False
-        return True
+        self.await_outcomes(outcomes + count)
+        return self.ended_by_broker() is None

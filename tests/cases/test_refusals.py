@@ -101,6 +101,29 @@ def test_a_durable_publisher_refused_is_a_refusal_line_not_a_finding(case_id):
     assert silent_after_the_end(result) == []
 
 
+@pytest.mark.parametrize("durable_store", [True, False], ids=["durable-store", "non-durable-store"])
+def test_publishing_resumed_only_when_the_broker_took_the_messages(durable_store):
+    """`publish_after_clear` is the alarm cases' "publishing resumed". Sending is not enough: a broker that
+    detaches the link for the messages (a non-durable store refusing durable ones) has not resumed publishing.
+    Once, the memory alarm's window 0 reached our publisher before its first transfer, so the only durable
+    messages went out after the clear, were refused, and the case passed on "resumed" with nothing published
+    (seen in a test run on a loaded machine)."""
+    from conformance.casekit.context import CaseContext
+    broker = ReferenceBrokerHandle(None, BrokerConfig(durable_store=durable_store))
+    try:
+        ctx = CaseContext(CASES["2.5.6/4"], broker, OPTIONS)
+        queue = ctx.queue()
+        publisher = ctx.session().attach_sender(queue, initial_delivery_count=0, durable=True)
+        publisher.expect_credit(requirement="2.6.7/initial-flow-state")
+        assert publisher.publish_after_clear(count=2) is durable_store
+        assert (publisher.ended_by_broker() is None) is durable_store
+        assert len(publisher.accepted_bodies()) == (2 if durable_store else 0)
+        for conn in ctx.connections:
+            conn.peer.close()
+    finally:
+        broker.stop()
+
+
 def test_a_refusal_the_spec_forbids_stays_a_finding_on_the_sentence_that_forbids_it():
     """Ending the session with not-allowed while a drain is unanswered: the drain obligation is broken."""
     result = run("2.6.7/1", BrokerConfig(drain_end_condition="amqp:not-allowed"), Faults(end_session_on_drain=True))
