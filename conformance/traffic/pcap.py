@@ -322,7 +322,9 @@ class Reassembler:
                 conn.key = (seg.dst, seg.src)
             self.connections[pair] = conn
             self.order.append(conn)
-        d = conn.dirs.setdefault(seg.src, _Direction())
+        d = conn.dirs.get(seg.src)
+        if d is None:
+            d = conn.dirs[seg.src] = _Direction()
         side = "client" if seg.src == conn.key[0] else "server"
         if seg.flags & SYN:
             d.next_seq = (seg.seq + 1) & 0xFFFFFFFF
