@@ -56,7 +56,7 @@ EQUIVALENT: dict[str, str] = {
     # model/oracle.py
     "conformance.model.oracle.xǁFlowOracleǁ__init____mutmut_20":
         "`_found = None`: observe() resets _found before any handler runs; the initial value is never read",
-    "conformance.model.oracle.xǁFlowOracleǁobserve__mutmut_32":
+    "conformance.model.oracle.xǁFlowOracleǁobserve__mutmut_41":
         "`getattr(frame, 'channel', None) or 0` is 0, as with the default 0",
     "conformance.model.oracle.xǁFlowOracleǁpeer_may_send__mutmut_4":
         "in_flight None instead of False: it is only tested for truth",
@@ -94,25 +94,24 @@ EQUIVALENT: dict[str, str] = {
         "`d > HALF` -> `d >= HALF`: d == HALF was skipped (`continue`) the line before",
     "conformance.model.oracle.x__allowance_of__mutmut_15":
         "`x > best` -> `x >= best`: a tie leaves the same maximum",
-    "conformance.model.oracle.xǁFlowOracleǁ_candidates__mutmut_3":
-        "filter when the last limit is resolved: since 0f2e994 no list reaching _candidates holds an unresolved "
-        "limit (link limits are placed or dropped at the sender's attach, session limits at the partner's begin, "
-        "both before any frame of that sender), so this only copies the list (its pruning lost: slower)",
     "conformance.model.oracle.xǁFlowOracleǁ_candidates__mutmut_6":
-        "the filtered list None: the branch only ever sees an empty list (see _3), and None returns [] as well",
+        "the filtered list None: since 0f2e994 no list reaching _candidates holds an unresolved limit (link limits "
+        "are placed or dropped at the sender's attach, session limits at the partner's begin, both before any "
+        "frame of that sender), so the branch only ever sees an empty list, and None returns [] as well",
     "conformance.model.oracle.xǁFlowOracleǁ_candidates__mutmut_15":
         "`index > proven_out` -> `>=`: at equality the bisection finds the same last grant (start unchanged)",
-    "conformance.model.oracle.xǁFlowOracleǁ_check_credit__mutmut_26":
+    "conformance.model.oracle.xǁFlowOracleǁ_beyond__mutmut_57":
         "run None: no memo for this call; the full pass gives the same maximum",
-    "conformance.model.oracle.xǁFlowOracleǁ_check_credit__mutmut_29":
+    "conformance.model.oracle.xǁFlowOracleǁ_beyond__mutmut_60":
         "run left out (None): no memo for this call; the full pass gives the same maximum",
-    "conformance.model.oracle.xǁFlowOracleǁ_on_transfer__mutmut_30":
-        "run None: no memo for this call; the full pass gives the same maximum",
-    "conformance.model.oracle.xǁFlowOracleǁ_on_transfer__mutmut_33":
-        "run left out (None): no memo for this call; the full pass gives the same maximum",
+    "conformance.model.oracle.xǁ_Grantǁallows__mutmut_10":
+        "`d > _HALF` -> `d >= _HALF`: d == 2^31 has made the result False before (`d != _HALF and ...`)",
     "conformance.model.oracle.xǁFlowOracleǁ_judge_sender_state__mutmut_8":
         "`(left or 0) < 0` -> `(left or 1) < 0`: `or` picks 1 only for left 0 or None, and 0 < 0 and 1 < 0 are both"
         " false",
+    _A + "2": "`run is None or n < 4` -> `and`: a call with a run (only _beyond's, whose window is never empty) "
+              "uses the memo for windows under 4 grants too, exact for any non-empty window (see 4, 5); a run-less "
+              "call of 4 or more grants uses the id(None) entry, exact as for 3",
     _A + "3": "`run is None` -> `run is not None`: callers with a run get the full pass; run-less calls (link(), "
               "in-flight broker_may_send) share the id(None) entry, which hits only when its maximum's grant (one "
               "run's object) is in the window, i.e. for the same run, where the memo is exact",

@@ -100,7 +100,7 @@ class LinkEndpoint:
 
     def on_send(self) -> None:
         if self.delivery_count is not None:
-            self.delivery_count = serial_add(self.delivery_count, 1)
+            self.delivery_count = (self.delivery_count + 1) & MASK
         self.link_credit -= 1
         self.available = max(self.available - 1, 0)
         self.messages += 1
@@ -129,7 +129,7 @@ class LinkEndpoint:
 
     def on_receive(self) -> None:
         if self.delivery_count is not None:
-            self.delivery_count = serial_add(self.delivery_count, 1)
+            self.delivery_count = (self.delivery_count + 1) & MASK
         self.link_credit -= 1
         self.available = max(self.available - 1, 0)      # 2.6.7: a floor of zero
         self.messages += 1
@@ -177,13 +177,13 @@ class SessionEndpoint:
         self.outgoing_window = int(outgoing_window)
 
     def on_send_transfer(self) -> None:
-        self.next_outgoing_id = serial_add(self.next_outgoing_id, 1)
+        self.next_outgoing_id = (self.next_outgoing_id + 1) & MASK
         if self.remote_incoming_window is not None:
             self.remote_incoming_window -= 1
 
     def on_receive_transfer(self) -> None:
         if self.next_incoming_id is not None:
-            self.next_incoming_id = serial_add(self.next_incoming_id, 1)
+            self.next_incoming_id = (self.next_incoming_id + 1) & MASK
         if self.remote_outgoing_window is not None:
             self.remote_outgoing_window -= 1
 

@@ -102,10 +102,6 @@ def _int(value) -> int | None:
     return None if value is None else int(value)
 
 
-def _performative(body) -> str:
-    return getattr(body, "NAME", None) or type(body).__name__.lower()
-
-
 @dataclass(frozen=True)
 class Violation:
     requirement_id: str
@@ -134,6 +130,11 @@ class _Grant:
     @property
     def limit(self) -> int:
         return (self.base + self.credit) & MASK
+
+    def allows(self, current: int) -> bool:
+        """Whether one more fits at `current`: left(current) is defined and positive (inlined)."""
+        d = (current - self.base) & MASK
+        return d != _HALF and self.credit > (d - _MODULUS if d > _HALF else d)
 
     def left(self, current: int) -> int | None:
         try:
@@ -213,12 +214,13 @@ class FlowOracle:
         body = getattr(frame, "body", None)
         if body is None:
             return []
-        handler = self._HANDLERS.get(_performative(body))
-        self._found = []
-        if handler is not None:
-            handler(self, direction, int(getattr(frame, "channel", 0) or 0), body)
-        self.violations += self._found
-        return self._found
+        handler = self._HANDLERS.get(getattr(body, "NAME", None) or type(body).__name__.lower())
+        if handler is None:
+            return []
+        found = self._found = []
+        handler(self, direction, int(getattr(frame, "channel", 0) or 0), body)
+        self.violations += found
+        return found
 
     def observe_all(self, frames: Iterable[tuple[str, object]]) -> list[Violation]:
         """Feed (direction, frame) pairs in order; returns every violation found."""
@@ -476,31 +478,33 @@ class FlowOracle:
         s = self._by_channel[d].get(channel)
         if s is None:
             return
-        receiver = _other(d)
-        tid = s.ep[d].next_outgoing_id
-        if d == IN:
-            self._prove_by(s, s.grants[OUT], lambda g: (g.left(tid) or 0) > 0)
-        window = self._candidates(s, s.grants[receiver], receiver)
-        left = self._allowance(window, tid, s.grants[receiver])
-        if left is not None and left <= 0:
+        receiver = OUT if d == IN else IN
+        ep = s.ep[d]
+        tid = ep.next_outgoing_id
+        window = self._beyond(s, s.grants[receiver], d, tid, s)
+        if window is not None:
             limits = ", ".join(f"{(g.limit - 1) & MASK:#x}" for g in window)
             self._flag(d, "session-window", f"transfer-id {tid:#x} is beyond the incoming-window "
                        f"(last transfer-id allowed: {limits})")
-        s.ep[d].on_send_transfer()
+        ep.on_send_transfer()
         if receiver in s.ep:
             s.ep[receiver].on_receive_transfer()
         link = s.by_handle[d].get(_int(body.handle))
         if link is None or link.sender != d or link.snd is None:
             return
         snd = link.snd
-        starts = not snd.in_delivery
         delivery_id = _int(getattr(body, "delivery_id", None))
-        if starts:
+        if not snd.in_delivery:
             if delivery_id is None:
                 self._flag(d, "delivery-id", "the first transfer of a delivery has no delivery-id")
             link.delivery_id = delivery_id
-            if snd.delivery_count is not None:
-                self._check_credit(s, link, d)
+            current = snd.delivery_count
+            if current is not None:
+                limits = self._beyond(link, link.grants, d, current, s)
+                if limits is not None:
+                    shown = ", ".join(f"{g.limit:#x}" for g in limits)
+                    self._flag(d, "no-credit", f"message at delivery-count {current:#x} with no link-credit "
+                               f"(delivery-limit {shown})")
         elif delivery_id is not None and link.delivery_id is not None and delivery_id != link.delivery_id:
             self._flag(d, "delivery-id", f"continuation transfer has delivery-id {delivery_id}, the delivery "
                        f"began with {link.delivery_id}")
@@ -509,16 +513,33 @@ class FlowOracle:
         if aborted:
             link.uncounted_aborts += 1
 
-    def _check_credit(self, s: _Session, link: _Link, d: str) -> None:
-        current = link.snd.delivery_count
+    def _beyond(self, holder, grants: list, d: str, current: int, s: _Session) -> list | None:
+        """The limits side d's transfer at `current` (transfer-id / delivery-count) is judged against when
+        none of them allows it; None when one does or none is known, and always for a side not judged.
+
+        A broker transfer the limit proved so far cannot explain first proves a later one (`_prove_by`; for
+        a link's limits the session's too). The ordinary transfer is decided by the first candidate alone:
+        when the earliest limit the sender may be acting on allows it, nothing is proved (that limit explains
+        it) and the maximum over the candidates is positive, so neither the proof nor the maximum is sought.
+        Most often that limit is the list's first, known without `_candidates` (which would prune nothing):
+        the only limit, or for our peer's limits (judging the broker, in-flight rule) the last one the broker
+        proved it processed, when every later one is unproved."""
+        if grants and grants[-1].base is not None and (
+                len(grants) == 1 or d == IN and not self.strict and grants[1].index > holder.proven_out):
+            if grants[0].allows(current):
+                return None
+        limits = self._candidates(holder, grants, OUT if d == IN else IN)
+        if not limits or limits[0].allows(current):
+            return None
         if d == IN:
-            self._prove_link(s, link, lambda g: (g.left(current) or 0) > 0)
-        limits = self._candidates(link, link.grants, _other(d))
-        left = self._allowance(limits, current, link.grants)
-        if left is not None and left <= 0:
-            shown = ", ".join(f"{g.limit:#x}" for g in limits)
-            self._flag(d, "no-credit", f"message at delivery-count {current:#x} with no link-credit "
-                       f"(delivery-limit {shown})")
+            index = self._prove_by(holder, grants, lambda g: g.allows(current))
+            if index is not None:
+                self._prove(s, index)             # the session processed everything before it, too
+            limits = self._candidates(holder, grants, OUT)
+        if d not in self.judged:
+            return None
+        left = self._allowance(limits, current, grants)
+        return limits if left is not None and left <= 0 else None
 
     # -- flow ------------------------------------------------------------------------------------------
 

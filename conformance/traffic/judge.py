@@ -258,22 +258,28 @@ class ConnectionJudge:
         found: list[Finding] = []
         server_dir = OUT if side == CLIENT else IN          # direction for the oracle judging the server
         client_dir = IN if side == CLIENT else OUT
+        judge_server = self._oracles[SERVER].observe
+        judge_client = self._oracles[CLIENT].observe
+        frames = self.frames
         for item in items:
             if item.__class__ is not Frame:
                 self.headers += 1
                 continue
             if item.frame_type == SASL_FRAME:
-                self.frames += 1
+                frames += 1
                 continue
             body = item.body
             if body is not None and body.NAME == "open":
                 self._identify(side, body)
-            vs = self._oracles[SERVER].observe(server_dir, item)
-            vc = self._oracles[CLIENT].observe(client_dir, item)
-            for v in vs + vc:
-                if v.level in ("MUST", "SHOULD"):
-                    found.append(self._finding(side, v.requirement_id, v.level, summarize(item), v.detail))
-            self.frames += 1
+            vs = judge_server(server_dir, item)
+            vc = judge_client(client_dir, item)
+            if vs or vc:
+                self.frames = frames
+                for v in vs + vc:
+                    if v.level in ("MUST", "SHOULD"):
+                        found.append(self._finding(side, v.requirement_id, v.level, summarize(item), v.detail))
+            frames += 1
+        self.frames = frames
         self.findings += found
         return found
 

@@ -307,23 +307,14 @@ class Reassembler:
     def __init__(self):
         self.connections: dict[frozenset, TcpConnection] = {}
         self.order: list[TcpConnection] = []
+        self._known: dict[tuple, tuple] = {}      # (src, dst) -> (its connection, _Direction, side), as of now
 
     def feed(self, seg: TcpSegment) -> list[Segment]:
-        pair = frozenset((seg.src, seg.dst))
-        conn = self.connections.get(pair)
-        if seg.flags & SYN and not seg.flags & 0x10:          # a SYN without ACK opens a connection
-            if conn is None or conn.dirs.get(seg.src, _Direction()).next_seq not in (None, (seg.seq + 1) & 0xFFFFFFFF):
-                conn = TcpConnection((seg.src, seg.dst), True, seg.t)
-                self.connections[pair] = conn
-                self.order.append(conn)
-        if conn is None:
-            conn = TcpConnection(_guess_key(seg), bool(seg.flags & SYN), seg.t)
-            if seg.flags & SYN:                               # SYN-ACK: the sender is the server
-                conn.key = (seg.dst, seg.src)
-            self.connections[pair] = conn
-            self.order.append(conn)
-        d = conn.dirs.setdefault(seg.src, _Direction())
-        side = "client" if seg.src == conn.key[0] else "server"
+        known = None if seg.flags & SYN else self._known.get((seg.src, seg.dst))
+        if known is not None:                                 # a later segment of a direction seen before
+            conn, d, side = known
+        else:
+            conn, d, side = self._direction(seg)
         if seg.flags & SYN:
             d.next_seq = (seg.seq + 1) & 0xFFFFFFFF
             return []
@@ -337,6 +328,32 @@ class Reassembler:
         if d.next_seq is None:
             d.next_seq = seg.seq                              # mid-stream: the stream starts here
         return self._accept(conn, d, side, seg.seq, data, seg.t)
+
+    def _direction(self, seg: TcpSegment) -> tuple:
+        """The connection the segment belongs to (a SYN may open a new one), its direction and side."""
+        pair = frozenset((seg.src, seg.dst))
+        conn = self.connections.get(pair)
+        if seg.flags & SYN and not seg.flags & 0x10:          # a SYN without ACK opens a connection
+            if conn is None or conn.dirs.get(seg.src, _Direction()).next_seq not in (None, (seg.seq + 1) & 0xFFFFFFFF):
+                conn = TcpConnection((seg.src, seg.dst), True, seg.t)
+                self._replace(pair, seg, conn)
+        if conn is None:
+            conn = TcpConnection(_guess_key(seg), bool(seg.flags & SYN), seg.t)
+            if seg.flags & SYN:                               # SYN-ACK: the sender is the server
+                conn.key = (seg.dst, seg.src)
+            self._replace(pair, seg, conn)
+        d = conn.dirs.get(seg.src)
+        if d is None:
+            d = conn.dirs[seg.src] = _Direction()
+        side = "client" if seg.src == conn.key[0] else "server"
+        self._known[(seg.src, seg.dst)] = conn, d, side
+        return conn, d, side
+
+    def _replace(self, pair: frozenset, seg: TcpSegment, conn: TcpConnection) -> None:
+        self.connections[pair] = conn
+        self.order.append(conn)
+        self._known.pop((seg.src, seg.dst), None)
+        self._known.pop((seg.dst, seg.src), None)
 
     def _accept(self, conn: TcpConnection, d: _Direction, side: str, seq: int, data: bytes, t: float) -> list:
         out: list[Segment] = []

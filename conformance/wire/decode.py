@@ -484,9 +484,16 @@ def decode_performative(buf: bytes, offset: int, end: int, base: int = 0) -> tup
 
     The common body -- a composite with a smallulong descriptor and a list8 / list32 / list0 (every
     performative our peers and the brokers send) -- goes straight to the list decoder and the composite's
-    builder, skipping the generic dispatch; anything else goes through `decode_value`. tests/wire checks that
-    both give the same value or the same error on random frames and on the fuzz corpus."""
+    builder, skipping the generic dispatch; a plain transfer, flow or disposition (`_compile_plain`: nearly
+    every frame) skips those too; anything else goes through `decode_value`. tests/wire checks that they all
+    give the same value or the same error on random frames, random plain bodies and the fuzz corpus."""
     if offset + 3 < end and buf[offset] == 0x00 and buf[offset + 1] == 0x53:
+        if buf[offset + 3] == 0xC0:
+            plain = _PLAIN.get(buf[offset + 2])
+            if plain is not None:
+                done = plain(buf, offset + 4, end)
+                if done is not None:
+                    return done
         build = _BUILDERS.get(buf[offset + 2])
         list_code = buf[offset + 3]
         if build is not None and (list_code == 0xC0 or list_code == 0x45 or list_code == 0xD0):
@@ -496,6 +503,82 @@ def decode_performative(buf: bytes, offset: int, end: int, base: int = 0) -> tup
             except _FAILURES as exc:
                 raise _as_decode_error(exc, offset, base) from None
     return decode_value(buf, offset, end, base=base)
+
+
+_PLAIN_UINT, _PLAIN_BOOL, _PLAIN_VBIN, _PLAIN_STATE = 1, 2, 3, 4
+
+
+def _plain_fields(cls) -> tuple:
+    """Per field of `cls`: (kind, mandatory, states). kind says which usual encodings `_plain` decodes there
+    (uint0 / smalluint / uint; true / false; vbin8; a described empty list of one of `states`, descriptor code
+    -> class, the composites without mandatory field the field accepts); 0: only null (anything else: None)."""
+    out = []
+    for spec in cls.FIELDS:
+        prim, accepts, states = wire_type(spec.type), _field_accepts(spec), {}
+        kind = 0 if spec.multiple else {"uint": _PLAIN_UINT, "boolean": _PLAIN_BOOL, "binary": _PLAIN_VBIN}.get(prim, 0)
+        if kind == 0 and not spec.multiple and prim == "*" and accepts:
+            states = {c.DESCRIPTOR: c for c in accepts
+                      if c in _COMPOSITE_BY_NAME.values() and not any(f.mandatory for f in c.FIELDS)}
+            kind = _PLAIN_STATE if states else 0
+        out.append((kind, spec.mandatory, states))
+    return tuple(out)
+
+
+def _compile_plain(cls):
+    """Generate `cls`'s plain decoder: (buf, pos after the list8 code, end) -> (composite, end) when the body
+    is a list8 whose fields are each null or in their usual encoding (`_plain_fields`), with the very value
+    the generic list decoder and builder give; None for anything else, which the general path decodes
+    (errors included). Nearly every transfer, flow and disposition is such a body."""
+    fields = _plain_fields(cls)
+    need = max((i + 1 for i, f in enumerate(fields) if f[1]), default=0)     # up to the last mandatory field
+    env = {"cls": cls, "SMALL": _SMALL_UINTS, "UINT0": _UINT0, "mk": _mk, "UInt": UInt, "u32": _u32}
+    lines = ["def plain(buf, pos, end):",
+             "    if pos + 2 > end:",
+             "        return None",
+             "    stop = pos + 1 + buf[pos]",
+             "    count = buf[pos + 1]",
+             "    pos += 2",
+             f"    if stop > end or count > {len(fields)} or count > stop - pos or count < {need}:",
+             "        return None"]
+    names = []
+    for i, (kind, mandatory, states) in enumerate(fields):
+        v = f"v{i}"
+        names.append(v)
+        lines += [f"    if count > {i}:",
+                  "        if pos >= stop:",
+                  "            return None",
+                  "        code = buf[pos]"]
+        branch = "if"
+        if not mandatory:
+            lines += ["        if code == 0x40:", f"            {v} = None", "            pos += 1"]
+            branch = "elif"
+        if kind == _PLAIN_UINT:
+            lines += [f"        {branch} code == 0x52 and pos + 2 <= stop:", f"            {v} = SMALL[buf[pos + 1]]",
+                      "            pos += 2",
+                      "        elif code == 0x43:", f"            {v} = UINT0", "            pos += 1",
+                      "        elif code == 0x70 and pos + 5 <= stop:", f"            {v} = mk(UInt, u32(buf, pos + 1)[0])",
+                      "            pos += 5"]
+        elif kind == _PLAIN_BOOL:
+            lines += [f"        {branch} code == 0x41 or code == 0x42:", f"            {v} = code == 0x41",
+                      "            pos += 1"]
+        elif kind == _PLAIN_VBIN:
+            lines += [f"        {branch} code == 0xA0 and pos + 2 <= stop and pos + 2 + buf[pos + 1] <= stop:",
+                      "            n = buf[pos + 1]", f"            {v} = bytes(buf[pos + 2:pos + 2 + n])",
+                      "            pos += 2 + n"]
+        elif kind == _PLAIN_STATE:
+            env[f"STATES{i}"] = states
+            lines += [f"        {branch} code == 0x00 and pos + 4 <= stop and buf[pos + 1] == 0x53 and buf[pos + 3] == 0x45"
+                      f" and buf[pos + 2] in STATES{i}:",
+                      f"            {v} = STATES{i}[buf[pos + 2]]()", "            pos += 4"]
+        lines += ["        else:" if kind or not mandatory else "        if True:", "            return None",
+                  "    else:", f"        {v} = None"]
+    lines += ["    if pos != stop:", "        return None", f"    return cls({', '.join(names)}), stop"]
+    exec("\n".join(lines), env)   # noqa: S102 - generated from the static field table
+    return env["plain"]
+
+
+_PLAIN: dict = {c.DESCRIPTOR: _compile_plain(c) for c in (COMPOSITES["Transfer"], COMPOSITES["Flow"],
+                                                           COMPOSITES["Disposition"])}
 
 
 def decode_all(buf: bytes) -> list[Any]:

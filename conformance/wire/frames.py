@@ -176,7 +176,7 @@ class FrameDecoder:
                 raise NotAProtocolHeader(buf)
             while n - pos >= 8:        # a frame header or protocol header is complete
                 start = base + pos
-                if buf[pos:pos + 4] == b"AMQP":
+                if buf[pos] == 0x41 and buf[pos:pos + 4] == b"AMQP":      # sliced only behind an "A"
                     raw = buf[pos:pos + 8]
                     append(ProtocolHeader(raw[4], raw[5], raw[6], raw[7], raw=raw, offset=start))
                     pos += 8
@@ -237,4 +237,4 @@ def _frame_body(raw: bytes, offset: int, size: int, body_start: int, ftype: int,
     payload = raw[pos:]
     if ftype == SASL_FRAME and payload:
         raise DecodeError(offset + pos, "SASL frame carries bytes after its performative")
-    return Frame(channel, body, payload, ftype, raw=raw, offset=offset)
+    return Frame(channel, body, payload, ftype, raw, offset)
