@@ -4,6 +4,7 @@ Layout of a history directory (default `reports/history/`):
 
     batches/<batch-id>/runs.json          metadata of the runs this ingest added (run.json of each)
     batches/<batch-id>/records/broker=<name>/part-*.parquet   one row per case record
+    batches/<batch-id>/cases/part-0.parquet   section, level, requirement_ids once per (run, case), joined on read
     batches/<batch-id>/ladders.jsonl      ladder diagrams of those records, where the run kept transcripts
     .staging-<batch-id>/                  an ingest in progress; renamed into batches/ in one step when done
 
@@ -34,13 +35,18 @@ from filelock import FileLock, Timeout
 from ..errors import BadResults
 from ..run.directory import count_records, read_records
 from . import summary as _summary
-from .records import (RECORD_COLUMNS, RECORD_SCHEMA, STORED_SCHEMA, check_lines, read_records_of,  # noqa: F401
-                      write_records, write_summary)
+from .records import (CASE_FACTS, RECORD_COLUMNS, RECORD_SCHEMA, STORED_SCHEMA, WRITTEN_COLUMNS,  # noqa: F401
+                      check_lines, read_records_of, write_records, write_summary, writer)
 from ..verdict import VERDICTS  # noqa: F401  (re-exported: the vocabulary is defined in conformance.verdict)
 
 # Compaction: a size tier (digits of the record count) holding this many batches is merged into one.
 COMPACT_FANIN = 10
 COMPACT_SHUFFLE_BELOW = 2_000_000
+
+
+def _cases_arrow_schema():
+    import pyarrow as pa
+    return pa.schema([(name, pa.string()) for name in ("run_id", "case_id", *CASE_FACTS)])
 
 
 @dataclass
@@ -263,11 +269,22 @@ class History:
         progress(f"compacting {len(group)} batch(es) into {batch_id}")
         with_records = [b for b in group if (b / "records").is_dir()]
         if with_records:
-            records = read_records_of(spark, [str(b / "records") for b in with_records])
+            # batches that keep their case facts in a cases table merge into one that does (the tables
+            # concatenated); if any keeps them in its record rows, the merged batch keeps them there too
+            narrow = all((b / "cases").is_dir() for b in with_records)
+            records = read_records_of(spark, [str(b / "records") for b in with_records], facts=not narrow)
+            if narrow:
+                records = records.select(*WRITTEN_COLUMNS)
+                import pyarrow as pa
+                import pyarrow.parquet as pq
+                (staging / "cases").mkdir()
+                pq.write_table(pa.concat_tables([pq.read_table(str(b / "cases"), schema=_cases_arrow_schema())
+                                                 for b in with_records]),
+                               str(staging / "cases" / "part-0.parquet"))
             total = sum(_batch_records(b) for b in with_records)
             if total < COMPACT_SHUFFLE_BELOW:       # small batches: one file per broker
                 records = records.repartition("broker")
-            records.write.partitionBy("broker").parquet(str(staging / "records"))
+            writer(records.write).partitionBy("broker").parquet(str(staging / "records"))
             tables = {name: spark.read.parquet(*[str(b / "summary" / name) for b in with_records
                                                  if (b / "summary" / ".complete").exists()])
                       for name in _summary.TABLES} if all((b / "summary" / ".complete").exists()

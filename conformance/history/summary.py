@@ -24,11 +24,14 @@ TABLES = ("cells", "columns", "daily")
 CELL_COLUMNS = (*KEY, "records", *[f"n_{v}" for v in VERDICTS], "sum_us", "min_s", "max_s", "latest")
 
 
-def summarize(records_df) -> dict:
+def summarize(records_df, reread=None) -> dict:
     """The summary tables (DataFrames) of a records DataFrame (store.RECORD_COLUMNS), plus `runs`: records
     and errors per run_id. The records are reduced first, on narrow columns only, to one row per (case,
     broker, version, run, day), which every table is derived from; the text of the latest record of each cell
-    (reason, findings, ...) is then read from the few runs that hold one."""
+    (reason, findings, ...) is then read from the few runs that hold one, and the cells (as small as cases x
+    columns) are completed in the driver. `reread`, when given, is called with the (run_id, case_id) pairs
+    found (and `bad`: their records with a verdict outside VERDICTS) and returns the records to read the latest
+    records from (e.g. once the batch's cases table is written)."""
     from pyspark.sql import functions as F
 
     micros = F.round(F.col("duration_s") * 1_000_000).cast("long")
@@ -49,11 +52,18 @@ def summarize(records_df) -> dict:
                  .alias("latest"),
                  F.max("broker_product").alias("product"))
             .localCheckpoint())
-    narrow = merge({"cells": fine}, only="cells")["cells"].localCheckpoint()
+    # the cells without their text: as small as cases x columns, so taken to the driver (one job) and completed
+    # there, with no further checkpoint or join job
+    if reread is not None:       # the records read again (e.g. once their cases table is written), given the pairs
+        records_df = reread(fine.groupBy("run_id", "case_id").agg(
+            F.sum(F.col("records") - sum(F.col(f"n_{v}") for v in VERDICTS)).alias("bad")).toArrow())
+    narrow = merge({"cells": fine}, only="cells")["cells"].toArrow()
+    tops = narrow.select(list(KEY)).append_column("top", narrow.column("latest"))
+    run_ids = sorted(set(narrow.column("latest").combine_chunks().field("run_id").to_pylist()))
+    tops = records_df.sparkSession.createDataFrame(tops).select(
+        *KEY, *[F.col(f"top.{c}").alias(f"top_{c}") for c in LATEST[:4]])
     # the greatest (started_at, run_id, verdict, duration_s) of each cell is known; among its records with
     # exactly those values, the greatest rest of the struct completes it (the same as max over all records)
-    tops = narrow.select(*KEY, *[F.col(f"latest.{c}").alias(f"top_{c}") for c in LATEST[:4]])
-    run_ids = sorted({r[0] for r in tops.select("top_run_id").distinct().collect()})
     match = None
     for c in KEY + LATEST[:4]:
         other = F.col(f"top_{c}") if c in LATEST[:4] else tops[c]
@@ -62,8 +72,12 @@ def summarize(records_df) -> dict:
     latest = (records_df.where(F.col("run_id").isin(run_ids))
               .join(F.broadcast(tops), match)
               .groupBy(*[records_df[c] for c in KEY])
-              .agg(F.max(F.struct(*[records_df[c] for c in LATEST])).alias("latest")))
-    cells = narrow.drop("latest").join(latest, list(KEY)).select(*CELL_COLUMNS)
+              .agg(F.max(F.struct(*[records_df[c] for c in LATEST])).alias("latest"))).toArrow()
+    at = {key: i for i, key in enumerate(zip(*[latest.column(c).to_pylist() for c in KEY]))}
+    pairs = [(i, at[key]) for i, key in enumerate(zip(*[narrow.column(c).to_pylist() for c in KEY])) if key in at]
+    cells = narrow.drop_columns(["latest"]).take([i for i, _ in pairs])
+    cells = records_df.sparkSession.createDataFrame(
+        cells.append_column("latest", latest.column("latest").take([j for _, j in pairs])).select(list(CELL_COLUMNS)))
     columns = (fine.groupBy("broker", "broker_version")
                .agg(F.countDistinct("run_id").alias("runs"),
                     F.max(F.struct(F.col("latest.started_at").alias("started_at"), "run_id")).alias("last"),
