@@ -218,3 +218,15 @@ def test_an_ordinary_transfer_of_our_peer_is_judged_by_the_brokers_only_limit():
     calls = _counting(o)
     assert o.observe(OUT, Frame(0, Transfer(handle=1, delivery_id=1))) == []
     assert calls == []
+
+
+@SETTINGS
+@given(st.integers(0, MASK), st.integers(0, MASK), st.integers(0, 1 << 32),
+       st.sampled_from([0, 1, 1 << 31, (1 << 31) - 1, (1 << 31) + 1, MASK]))
+def test_the_inlined_limit_test_is_the_grants_own(base, current, credit, offset):
+    """`_allows` (the transfer path's inlined test) answers what `_Grant.allows` answers, wrap and the
+    undefined distance 2^31 included."""
+    from conformance.model.oracle import _allows, _Grant
+    for cur in (current, (base + offset) & MASK):
+        g = _Grant(0, base, credit)
+        assert _allows(g, cur) == g.allows(cur)
