@@ -489,7 +489,12 @@ class FlowOracle:
         ep = eps[d]
         tid = ep.next_outgoing_id
         grants = s.grants[receiver]
-        # the ordinary transfer, `_beyond`'s first test inlined: the one limit it is decided by allows it
+        # The ordinary transfer is decided by the first candidate alone: when the earliest limit the sender may be
+        # acting on allows it, nothing is proved (that limit explains it) and the maximum over the candidates is
+        # positive, so neither the proof nor the maximum (`_beyond`) is sought. Most often that limit is the list's
+        # first, known without `_candidates` (which would prune nothing): the only limit, or for our peer's limits
+        # (judging the broker, in-flight rule) the last one the broker proved it processed, when every later one
+        # is unproved. The test is inlined, here and for the link's limits below: it runs for every frame.
         if not (grants and grants[-1].base is not None and (
                 len(grants) == 1 or d == IN and not self.strict and grants[1].index > s.proven_out)
                 and _allows(grants[0], tid)):
@@ -542,16 +547,8 @@ class FlowOracle:
         none of them allows it; None when one does or none is known, and always for a side not judged.
 
         A broker transfer the limit proved so far cannot explain first proves a later one (`_prove_by`; for
-        a link's limits the session's too). The ordinary transfer is decided by the first candidate alone:
-        when the earliest limit the sender may be acting on allows it, nothing is proved (that limit explains
-        it) and the maximum over the candidates is positive, so neither the proof nor the maximum is sought.
-        Most often that limit is the list's first, known without `_candidates` (which would prune nothing):
-        the only limit, or for our peer's limits (judging the broker, in-flight rule) the last one the broker
-        proved it processed, when every later one is unproved."""
-        if grants and grants[-1].base is not None and (
-                len(grants) == 1 or d == IN and not self.strict and grants[1].index > holder.proven_out):
-            if grants[0].allows(current):
-                return None
+        a link's limits the session's too). `_on_transfer` calls this only when its ordinary-transfer test
+        did not already decide the transfer."""
         limits = self._candidates(holder, grants, OUT if d == IN else IN)
         if not limits or limits[0].allows(current):
             return None
