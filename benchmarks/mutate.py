@@ -102,13 +102,6 @@ EQUIVALENT: dict[str, str] = {
         "`index > proven_out` -> `>=`: at equality the bisection finds the same last grant (start unchanged)",
     "conformance.model.oracle.x__allows__mutmut_10":
         "`d > _HALF` -> `d >= _HALF`: d == 2^31 has made the result False before (`d != _HALF and ...`)",
-    "conformance.model.oracle.xǁFlowOracleǁ_on_transfer__mutmut_18":
-        "the session's ordinary-transfer test asks `base is None` of the last limit: never true (no list reaching "
-        "here holds an unresolved limit, see _candidates__mutmut_6), so the test is never taken and `_beyond` "
-        "decides every transfer alike, only slower",
-    "conformance.model.oracle.xǁFlowOracleǁ_on_transfer__mutmut_107":
-        "the link's ordinary-transfer test asks `base is None` of the last limit: never true (as _on_transfer__"
-        "mutmut_18), so `_beyond` decides every transfer alike, only slower",
     "conformance.model.oracle.xǁFlowOracleǁ_on_transfer__mutmut_116":
         "`grants[1].index >= link.proven_out`: equality never holds here: every proof of a link limit "
         "(_prove_by, from a broker flow or transfer) is followed at once by `_candidates`, which drops the limits "
@@ -118,9 +111,9 @@ EQUIVALENT: dict[str, str] = {
         "an aborted transfer passes more=None: aborted takes precedence over more in on_transfer_frame (2.7.5)",
     "conformance.model.oracle.xǁFlowOracleǁ_on_transfer__mutmut_175":
         "aborted None instead of False: on_transfer_frame only tests it for truth",
-    "conformance.model.oracle.xǁFlowOracleǁ_beyond__mutmut_57":
+    "conformance.model.oracle.xǁFlowOracleǁ_beyond__mutmut_41":
         "run None: no memo for this call; the full pass gives the same maximum",
-    "conformance.model.oracle.xǁFlowOracleǁ_beyond__mutmut_60":
+    "conformance.model.oracle.xǁFlowOracleǁ_beyond__mutmut_44":
         "run left out (None): no memo for this call; the full pass gives the same maximum",
     "conformance.model.oracle.xǁ_Grantǁallows__mutmut_10":
         "`d > _HALF` -> `d >= _HALF`: d == 2^31 has made the result False before (`d != _HALF and ...`)",
