@@ -113,8 +113,9 @@ def tshark_time(files: list[Path], port: int | None) -> dict:
 def spark_time(master: str, files: list[Path], warm: Path) -> tuple[dict, list]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from conformance.history.spark import SparkTarget, session
-    from conformance.traffic.spark import judge_on_spark
-    s = session(SparkTarget(master=master), log_file=Path(tempfile.gettempdir()) / "capture-scale-spark.log")
+    from conformance.traffic.spark import LOCAL_CONFIG, LOCAL_JAVA_OPTIONS, judge_on_spark
+    s = session(SparkTarget(master=master), log_file=Path(tempfile.gettempdir()) / "capture-scale-spark.log",
+                local_config=LOCAL_CONFIG, local_java_options=LOCAL_JAVA_OPTIONS)     # as `check --spark` has it
     try:
         judge_on_spark(s, [warm])                          # Python workers started, JIT warmed
         t = time.perf_counter()

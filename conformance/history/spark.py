@@ -68,9 +68,12 @@ def _check_java() -> None:
                                "openjdk-17-jre-headless) or set JAVA_HOME")
 
 
-def session(target: SparkTarget | None = None, app_name: str = "amqp-conformance", log_file: Path | None = None):
+def session(target: SparkTarget | None = None, app_name: str = "amqp-conformance", log_file: Path | None = None,
+            local_config: dict | None = None, local_java_options: str = ""):
     """A SparkSession for `target`; SparkUnavailable (exit 13) if it cannot be had. The JVM's own console
-    output goes to `log_file` (default: a file in the temporary directory) instead of the user's terminal."""
+    output goes to `log_file` (default: a file in the temporary directory) instead of the user's terminal.
+    `local_config`, `local_java_options`: more settings and JVM options for a local[N] session only (none for a
+    cluster's)."""
     warnings.filterwarnings("ignore", message=".*pandas.*", category=FutureWarning)
     target = target or SparkTarget()
     if target.master and target.remote:
@@ -100,6 +103,8 @@ def session(target: SparkTarget | None = None, app_name: str = "amqp-conformance
     if not log_config.exists():
         log_config.write_text(_LOG4J2)
     java_opts = f"-Dlog4j2.configurationFile=file:{log_config}"
+    if local_java_options and master.startswith("local"):
+        java_opts += " " + local_java_options
     builder = (SparkSession.builder.master(master).appName(app_name)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -113,6 +118,9 @@ def session(target: SparkTarget | None = None, app_name: str = "amqp-conformance
                .config("spark.sql.maxConcurrentOutputFileWriters", "32"))
     if master.startswith("spark://"):
         builder = builder.config("spark.cores.max", os.environ.get("AMQP_CONFORMANCE_SPARK_CORES", "2"))
+    else:
+        for key, value in (local_config or {}).items():
+            builder = builder.config(key, value)
     try:
         with _jvm_output_to(Path(log_file) if log_file else None):
             spark = builder.getOrCreate()

@@ -94,6 +94,12 @@ def _allowance_of(grants: list, current: int) -> int | None:
     return best
 
 
+def _allows(g, current: int) -> bool:
+    """`g.allows(current)` (`_Grant.allows`), without the method call: the transfer path's one test."""
+    d = (current - g.base) & MASK
+    return d != _HALF and g.credit > (d - _MODULUS if d > _HALF else d)
+
+
 def _other(direction: str) -> str:
     return OUT if direction == IN else IN
 
@@ -479,55 +485,70 @@ class FlowOracle:
         if s is None:
             return
         receiver = OUT if d == IN else IN
-        ep = s.ep[d]
+        eps = s.ep
+        ep = eps[d]
         tid = ep.next_outgoing_id
-        window = self._beyond(s, s.grants[receiver], d, tid, s)
-        if window is not None:
-            limits = ", ".join(f"{(g.limit - 1) & MASK:#x}" for g in window)
-            self._flag(d, "session-window", f"transfer-id {tid:#x} is beyond the incoming-window "
-                       f"(last transfer-id allowed: {limits})")
+        grants = s.grants[receiver]
+        # The ordinary transfer is decided by the first candidate alone: when the earliest limit the sender may be
+        # acting on allows it, nothing is proved (that limit explains it) and the maximum over the candidates is
+        # positive, so neither the proof nor the maximum (`_beyond`) is sought. Most often that limit is the list's
+        # first, known without `_candidates` (which would prune nothing): the only limit, or for our peer's limits
+        # (judging the broker, in-flight rule) the last one the broker proved it processed, when every later one
+        # is unproved. The test is inlined, here and for the link's limits below: it runs for every frame.
+        if not (grants and grants[-1].base is not None and (
+                len(grants) == 1 or d == IN and not self.strict and grants[1].index > s.proven_out)
+                and _allows(grants[0], tid)):
+            window = self._beyond(s, grants, d, tid, s)
+            if window is not None:
+                limits = ", ".join(f"{(g.limit - 1) & MASK:#x}" for g in window)
+                self._flag(d, "session-window", f"transfer-id {tid:#x} is beyond the incoming-window "
+                           f"(last transfer-id allowed: {limits})")
         ep.on_send_transfer()
-        if receiver in s.ep:
-            s.ep[receiver].on_receive_transfer()
-        link = s.by_handle[d].get(_int(body.handle))
-        if link is None or link.sender != d or link.snd is None:
+        rep = eps.get(receiver)
+        if rep is not None:
+            rep.on_receive_transfer()
+        handle = body.handle
+        link = s.by_handle[d].get(None if handle is None else int(handle))
+        if link is None or link.sender != d:
             return
         snd = link.snd
-        delivery_id = _int(getattr(body, "delivery_id", None))
+        if snd is None:
+            return
+        delivery_id = getattr(body, "delivery_id", None)
+        if delivery_id is not None:
+            delivery_id = int(delivery_id)
         if not snd.in_delivery:
             if delivery_id is None:
                 self._flag(d, "delivery-id", "the first transfer of a delivery has no delivery-id")
             link.delivery_id = delivery_id
             current = snd.delivery_count
             if current is not None:
-                limits = self._beyond(link, link.grants, d, current, s)
-                if limits is not None:
-                    shown = ", ".join(f"{g.limit:#x}" for g in limits)
-                    self._flag(d, "no-credit", f"message at delivery-count {current:#x} with no link-credit "
-                               f"(delivery-limit {shown})")
+                grants = link.grants
+                if not (grants and grants[-1].base is not None and (
+                        len(grants) == 1 or d == IN and not self.strict and grants[1].index > link.proven_out)
+                        and _allows(grants[0], current)):
+                    limits = self._beyond(link, grants, d, current, s)
+                    if limits is not None:
+                        shown = ", ".join(f"{g.limit:#x}" for g in limits)
+                        self._flag(d, "no-credit", f"message at delivery-count {current:#x} with no link-credit "
+                                   f"(delivery-limit {shown})")
         elif delivery_id is not None and link.delivery_id is not None and delivery_id != link.delivery_id:
             self._flag(d, "delivery-id", f"continuation transfer has delivery-id {delivery_id}, the delivery "
                        f"began with {link.delivery_id}")
-        aborted = bool(getattr(body, "aborted", None))
-        snd.on_transfer_frame(body.more, aborted)
+        aborted = getattr(body, "aborted", None)
         if aborted:
+            snd.on_transfer_frame(body.more, True)
             link.uncounted_aborts += 1
+        else:
+            snd.on_transfer_frame(body.more, False)
 
     def _beyond(self, holder, grants: list, d: str, current: int, s: _Session) -> list | None:
         """The limits side d's transfer at `current` (transfer-id / delivery-count) is judged against when
         none of them allows it; None when one does or none is known, and always for a side not judged.
 
         A broker transfer the limit proved so far cannot explain first proves a later one (`_prove_by`; for
-        a link's limits the session's too). The ordinary transfer is decided by the first candidate alone:
-        when the earliest limit the sender may be acting on allows it, nothing is proved (that limit explains
-        it) and the maximum over the candidates is positive, so neither the proof nor the maximum is sought.
-        Most often that limit is the list's first, known without `_candidates` (which would prune nothing):
-        the only limit, or for our peer's limits (judging the broker, in-flight rule) the last one the broker
-        proved it processed, when every later one is unproved."""
-        if grants and grants[-1].base is not None and (
-                len(grants) == 1 or d == IN and not self.strict and grants[1].index > holder.proven_out):
-            if grants[0].allows(current):
-                return None
+        a link's limits the session's too). `_on_transfer` calls this only when its ordinary-transfer test
+        did not already decide the transfer."""
         limits = self._candidates(holder, grants, OUT if d == IN else IN)
         if not limits or limits[0].allows(current):
             return None

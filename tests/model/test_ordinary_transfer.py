@@ -218,3 +218,29 @@ def test_an_ordinary_transfer_of_our_peer_is_judged_by_the_brokers_only_limit():
     calls = _counting(o)
     assert o.observe(OUT, Frame(0, Transfer(handle=1, delivery_id=1))) == []
     assert calls == []
+
+
+@SETTINGS
+@given(st.integers(0, MASK), st.integers(0, MASK), st.integers(0, 1 << 32),
+       st.sampled_from([0, 1, 1 << 31, (1 << 31) - 1, (1 << 31) + 1, MASK]))
+def test_the_inlined_limit_test_is_the_grants_own(base, current, credit, offset):
+    """`_allows` (the transfer path's inlined test) answers what `_Grant.allows` answers, wrap and the
+    undefined distance 2^31 included."""
+    from conformance.model.oracle import _allows, _Grant
+    for cur in (current, (base + offset) & MASK):
+        g = _Grant(0, base, credit)
+        assert _allows(g, cur) == g.allows(cur)
+
+
+def test_a_transfer_without_a_handle_is_counted_on_its_session_and_judged_on_no_link():
+    """A transfer whose mandatory handle is missing (a capture decodes it as None) still counts on the session
+    (2.5.6: every transfer frame takes a transfer-id), names no link, and stops neither judging nor the
+    transfers after it; the full path gives the same."""
+    fast, full = _receiving(), _receiving()
+    full.__class__ = Reference
+    for o in (fast, full):
+        o.observe(OUT, Frame(0, Flow(next_incoming_id=7, incoming_window=50, next_outgoing_id=0, outgoing_window=100,
+                                     handle=0, delivery_count=0, link_credit=5)))
+    for frame in (Transfer(handle=None, delivery_id=0), Transfer(handle=3, delivery_id=1)):
+        assert fast.observe(IN, Frame(0, frame)) == full.observe(IN, Frame(0, frame)) == []
+    assert fast._by_channel[IN][0].ep[IN].next_outgoing_id == 9
