@@ -69,7 +69,8 @@ def write_records(spark, metas: dict[str, tuple[Path, dict]], staging: Path) -> 
     versions = {k: v for k, v in versions.items() if v}
     version = F.col("broker_version")
     if versions:   # a record of a case that broke before the broker's open arrived has no version of its own
-        version_map = F.create_map(*[F.lit(x) for kv in versions.items() for x in kv])
+        # one literal (the map as JSON), not two per run: building a map of thousands of literals costs seconds
+        version_map = F.from_json(F.lit(json.dumps(versions)), "map<string,string>")
         version = F.coalesce(version, F.element_at(version_map, F.concat_ws("\x00", "run_id", "broker")))
     rows = (parsed.withColumn("run_id", run_id)
             .withColumn("broker_version", F.coalesce(version, F.lit("unknown")))
@@ -132,9 +133,10 @@ def write_case_facts(run_dirs: dict[str, Path], pairs, dest: Path, by_dir: bool 
     for rid, cid in zip(pairs.column("run_id").to_pylist(), pairs.column("case_id").to_pylist()):
         wanted.setdefault(rid, set()).add(cid)
     found: dict[tuple, tuple] = {}
+    found_of: dict[str | None, set] = {}          # run_id -> its case_ids found so far
 
     def scan(run_id: str, run_dir: Path, until_found: bool) -> None:
-        left = set(wanted.get(run_id, ())) - {c for r, c in found if r == run_id} if until_found else None
+        left = set(wanted.get(run_id, ())) - found_of.get(run_id, set()) if until_found else None
         if until_found and not left:
             return
         with open(run_dir / "results.jsonl", encoding="utf-8", errors="replace") as fh:
@@ -151,6 +153,7 @@ def write_case_facts(run_dirs: dict[str, Path], pairs, dest: Path, by_dir: bool 
                 if key in found or key[1] not in wanted.get(rid, ()):
                     continue
                 found[key] = tuple(record.get(c) for c in CASE_FACTS)
+                found_of.setdefault(rid, set()).add(key[1])
                 if until_found and rid == run_id:
                     left.discard(key[1])
                     if not left:
