@@ -76,3 +76,25 @@ def test_the_cases_table_holds_what_the_json_reader_reads(spark, tmp_path):
     key = ("case_id", "reason", *CASE_FACTS)
     assert sorted(tuple(r) for r in history.records(spark).select(*key).collect()) == \
         sorted(tuple(r) for r in read.select(*key).collect())
+
+
+def test_a_record_without_a_version_takes_its_runs_from_run_json(spark, tmp_path):
+    """A case that ended before its broker's open has no broker_version of its own: the history gives it the
+    version run.json holds for its run and broker (one map for all runs), and "unknown" where run.json has none."""
+    runs = []
+    for n, version in (("r1", "1.0"), ("r2", "2.0")):
+        run_dir = tmp_path / "reports" / "runs" / n
+        run_dir.mkdir(parents=True)
+        (run_dir / "run.json").write_text(json.dumps({"run_id": n, "started_at": "2026-01-01T00:00:00+00:00",
+                                                      "brokers": {"b": {"product": "P", "version": version}}}))
+        lines = [{"run_id": n, "case_id": "c1", "verdict": "pass", "broker": "b", "broker_version": version},
+                 {"run_id": n, "case_id": "c2", "verdict": "error", "broker": "b"},
+                 {"run_id": n, "case_id": "c3", "verdict": "error", "broker": "other"}]
+        (run_dir / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+        runs.append(run_dir)
+    history = History(tmp_path / "history")
+    history.ingest(spark, runs)
+    got = {(r["run_id"], r["case_id"]): r["broker_version"]
+           for r in history.records(spark).select("run_id", "case_id", "broker_version").collect()}
+    assert got == {("r1", "c1"): "1.0", ("r1", "c2"): "1.0", ("r1", "c3"): "unknown",
+                   ("r2", "c1"): "2.0", ("r2", "c2"): "2.0", ("r2", "c3"): "unknown"}
