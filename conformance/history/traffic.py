@@ -25,8 +25,13 @@ def traffic_dir(root: Path) -> Path:
     return Path(root) / "traffic"
 
 
-def write_traffic_findings(spark, root: Path, run_id: str, findings: list[dict]) -> int:
-    """Add one run's findings as its own partition (atomically: whole or not at all); returns the rows."""
+def write_traffic_findings(root: Path, run_id: str, findings: list[dict]) -> int:
+    """Add one run's findings as its own partition (atomically: whole or not at all); returns the rows. The one
+    Parquet file is written by pyarrow (which Spark's Python side needs anyway): the columns and types of
+    TRAFFIC_SCHEMA, with no Spark job for a few hundred rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     base = traffic_dir(root)
     final = base / f"run_id={run_id}"
     if final.exists():
@@ -34,32 +39,14 @@ def write_traffic_findings(spark, root: Path, run_id: str, findings: list[dict])
     base.mkdir(parents=True, exist_ok=True)
     staging = base / f".staging-{run_id}"
     shutil.rmtree(staging, ignore_errors=True)
-    if not _write_arrow(staging, findings):
-        rows = [tuple(f.get(c) for c in COLUMNS) for f in findings]
-        spark.createDataFrame(rows, TRAFFIC_SCHEMA).coalesce(1).write.parquet(str(staging))
-    os.replace(staging, final)
-    return len(findings)
-
-
-_ARROW_TYPES = {"STRING": "string", "LONG": "int64", "DOUBLE": "float64"}
-
-
-def _write_arrow(staging: Path, findings: list[dict]) -> bool:
-    """The partition's one Parquet file written by pyarrow (which `check --spark` has, mapInPandas needs it):
-    the same columns and types as Spark writes (TRAFFIC_SCHEMA), without a Spark job for a few hundred rows.
-    False when pyarrow is missing (Spark writes it then)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        return False
-    schema = pa.schema([(name, getattr(pa, _ARROW_TYPES[kind])())
-                        for name, kind in (c.split() for c in TRAFFIC_SCHEMA.split(", "))])
+    types = {"STRING": pa.string(), "LONG": pa.int64(), "DOUBLE": pa.float64()}
+    schema = pa.schema([(name, types[kind]) for name, kind in (c.split() for c in TRAFFIC_SCHEMA.split(", "))])
     table = pa.table({c: [f.get(c) for f in findings] for c in COLUMNS}, schema=schema)
     staging.mkdir(parents=True)
-    pq.write_table(table, staging / "part-00000-arrow.snappy.parquet", compression="snappy")
+    pq.write_table(table, staging / "part-00000.snappy.parquet", compression="snappy")
     (staging / "_SUCCESS").touch()
-    return True
+    os.replace(staging, final)
+    return len(findings)
 
 
 def traffic_counts(spark, root: Path) -> list[dict]:

@@ -281,7 +281,7 @@ def check_on_spark(args, say) -> int:
     path = write_run(reports, _Findings(result, objs), command="check --spark", run_id=run_id,
                      connections=amqp, extra={"spark": target.label, "timing_s": timing})
     history = Path(args.history) if getattr(args, "history", None) else reports / "history"
-    rows = write_traffic_findings(spark, history, run_id, findings)
+    rows = write_traffic_findings(history, run_id, findings)
     frames = sum(c["frames"] for c in amqp)
     say(f"{len(amqp)} connection(s) judged on Spark {target.label}, {frames} frames "
         f"(cut {timing['cut_s']:.1f} s, judged {timing['judge_s']:.1f} s), findings: "

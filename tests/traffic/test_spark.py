@@ -28,8 +28,8 @@ def test_spark_judges_like_check_and_fills_the_traffic_table(tmp_path, spark):
     assert sorted(map(key, findings)) == sorted(key(f.to_json()) for f in local.findings)
     assert len(summaries) == 3 and sum(s["frames"] for s in summaries) == 30
     history = tmp_path / "history"
-    assert write_traffic_findings(spark, history, "r1", findings) == 2
-    assert write_traffic_findings(spark, history, "r1", findings) == 0          # a run is added once
+    assert write_traffic_findings(history, "r1", findings) == 2
+    assert write_traffic_findings(history, "r1", findings) == 0          # a run is added once
     counts = traffic_counts(spark, history)
     assert [(c["requirement_id"], c["endpoint"], c["findings"]) for c in counts] == [
         (RDC, "server Other@1", 1), (RDC, "server TestBroker@9.9", 1)]
@@ -64,7 +64,7 @@ def test_the_report_has_a_traffic_section_from_the_history(tmp_path, spark):
     History(tmp_path / "history").ingest(spark, [tmp_path / "reports"])
     paths = _captures(tmp_path)
     _, findings, _ = judge_on_spark(spark, paths, partitions=2)
-    write_traffic_findings(spark, tmp_path / "history", "r1", findings)
+    write_traffic_findings(tmp_path / "history", "r1", findings)
     model = build_model(spark, History(tmp_path / "history"))
     assert [r["endpoint"] for r in model["traffic"]] == ["server Other@1", "server TestBroker@9.9"]
     example = example_model()
