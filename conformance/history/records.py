@@ -96,21 +96,10 @@ def write_records(spark, metas: dict[str, tuple[Path, dict]], staging: Path) -> 
     return write_summary(spark, staging, check_then_facts)
 
 
-# Columns of free text: nothing filters on them, so their min/max statistics would prune nothing.
-TEXT_COLUMNS = ("reason", "findings", "observations")
-
-
 def writer(write):
     """Options of every records write: no dictionary for `reason` (its text is nearly unique per record, so the
-    dictionary only grows until the writer gives up on it); no min/max statistics for the free-text columns
-    (TEXT_COLUMNS), no size statistics and no page checksums (no reader of the history uses them; Spark does not
-    verify page checksums unless told to). The key columns keep their statistics: filters on run_id prune by them."""
-    write = (write.option("parquet.enable.dictionary#reason", "false")
-             .option("parquet.size.statistics.enabled", "false")
-             .option("parquet.page.write-checksum.enabled", "false"))
-    for column in TEXT_COLUMNS:
-        write = write.option(f"parquet.column.statistics.enabled#{column}", "false")
-    return write
+    dictionary only grows until the writer gives up on it)."""
+    return write.option("parquet.enable.dictionary#reason", "false")
 
 
 def read_records_of(spark, paths: list[str], facts: bool = True):
