@@ -79,12 +79,15 @@ def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
 
 def check_run_dirs(run_dirs: Iterable[Path]) -> None:
     """BadResults (exit 12) for the first run directory that cannot be ingested as it is (see the module
-    docstring); reads only run.json and counts lines, so it is cheap enough to run before Spark starts."""
+    docstring); reads only run.json and counts lines, so it is cheap enough to run before Spark starts. The
+    ingest checks the same again, exactly and for nothing, from the record counts its summary gives per run."""
     for run_dir in run_dirs:
         _read_run_meta(Path(run_dir))
 
 
-def _read_run_meta(run_dir: Path) -> dict:
+def _read_run_meta(run_dir: Path, count: bool = True) -> dict:
+    """run.json of `run_dir`; BadResults if it is missing or corrupted, or (with `count`) if the run finished
+    with fewer lines in results.jsonl than it scheduled."""
     meta_file = run_dir / "run.json"
     try:
         meta = json.loads(meta_file.read_text("utf-8"))
@@ -100,7 +103,7 @@ def _read_run_meta(run_dir: Path) -> dict:
     if not results.exists():
         raise BadResults(f"{run_dir} has no results.jsonl (the run finished no case); remove it or re-run it")
     scheduled = meta.get("scheduled")
-    if meta.get("finished_at") and isinstance(scheduled, int):
+    if count and meta.get("finished_at") and isinstance(scheduled, int):
         recorded = count_records(results)
         if recorded < scheduled:
             check_lines(results)           # a line cut in half is named first, by its number
@@ -318,7 +321,7 @@ class History:
         metas: dict[str, tuple[Path, dict]] = {}
         result = IngestResult(batch_id=None)
         for run_dir in run_dirs:
-            meta = _read_run_meta(run_dir)
+            meta = _read_run_meta(run_dir, count=False)     # the lines are counted by Spark below
             run_id = meta["run_id"]
             if run_id in known or run_id in metas:
                 result.skipped_runs.append(run_id)
@@ -343,6 +346,11 @@ class History:
             compliance = {rid: rm for rid, rm in metas.items() if rid not in selfchecks}
             per_run = write_records(spark, compliance, staging) if compliance else {}
             count = sum(n for n, _ in per_run.values())
+            for run_id, (run_dir, meta) in compliance.items():
+                scheduled = meta.get("scheduled")
+                if meta.get("finished_at") and isinstance(scheduled, int) and \
+                        per_run.get(run_id, (0, 0))[0] < scheduled:
+                    _read_run_meta(run_dir)     # counts its lines: BadResults naming the file if it was cut
             ladders = self._write_ladders(compliance, staging)
             self._write_selfchecks(selfchecks, staging)
             runs = []

@@ -63,6 +63,7 @@ def write_synthetic_runs(dest: Path, n_records: int, records_per_run: int = 10_0
         count = min(records_per_run, n_records - written)
         meta = {"run_id": run_id, "suite_version": "0.1.0", "git_revision": "synthetic", "host": "synthetic",
                 "python": "3.11", "started_at": started.isoformat(), "finished_at": started.isoformat(),
+                "scheduled": count,       # as a real run has it: the ingest checks every record is there
                 "brokers": {broker: {"product": product, "version": version}}, "options": {}}
         (run_dir / "run.json").write_text(json.dumps(meta), "utf-8")
         lines = []

@@ -71,3 +71,24 @@ def test_a_finished_run_with_cases_in_error_is_shown_as_broken(reference_reports
     assert "BROKEN run `run-1`" in (out_dir / "report.md").read_text()
     html = (out_dir / "report.html").read_text()
     assert "Unfinished or broken runs" in html and "broken run <code>run-1</code>" in html
+
+
+def test_the_ingest_itself_refuses_a_cut_run_from_sparks_own_count(spark, reference_reports, tmp_path):
+    """History.ingest (any caller, not only `report`, which checks before Spark starts) refuses a finished run
+    whose results.jsonl was cut: the records Spark counted per run are fewer than it scheduled. Nothing lands."""
+    from conformance.errors import BadResults
+    from conformance.history.store import History
+
+    run = copy_run(reference_reports, tmp_path)
+    good = copy_run(reference_reports, tmp_path, "run-2")
+    results = run / "results.jsonl"
+    results.write_text("".join(results.read_text().splitlines(keepends=True)[:3]))
+    history = History(tmp_path / "history")
+    try:
+        history.ingest(spark, [run, good])
+    except BadResults as exc:
+        assert str(results) in str(exc) and "3 of the 8" in str(exc) and "nothing was ingested" in str(exc)
+    else:
+        raise AssertionError("a run cut to 3 of its 8 records was ingested")
+    assert history.batch_dirs() == [] and not list(history.root.glob(".staging-*"))
+    assert history.ingest(spark, [good]).records == 8      # the complete run alone still goes in
