@@ -301,3 +301,23 @@ def test_a_spark_failure_is_one_line(reports, capsys, monkeypatch, spark):
     assert main(["report", "--reports-dir", str(reports)]) == 13
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [err[0]] and "the Spark job failed while analysing the history ([SOMETHING] the executor" in err[0]
+
+
+def test_the_driver_lists_many_run_files_itself(spark, tmp_path):
+    """Reading the results.jsonl of many runs (here 200) starts no Spark job to list them: Spark's default
+    (a job of one task per path above 32 paths) cost 4.5-8.8 s for 2,000 runs on two cores."""
+    from conformance.history.records import RECORD_SCHEMA
+
+    files = []
+    for i in range(200):
+        path = tmp_path / f"run-{i}" / "results.jsonl"
+        path.parent.mkdir()
+        path.write_text("{}\n")
+        files.append(str(path))
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("listing-test", "listing only")
+    try:
+        spark.read.schema(RECORD_SCHEMA).json(files)
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert tracker.getJobIdsForGroup("listing-test") == [], "Spark listed the files in a job"
