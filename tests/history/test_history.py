@@ -301,3 +301,40 @@ def test_a_spark_failure_is_one_line(reports, capsys, monkeypatch, spark):
     assert main(["report", "--reports-dir", str(reports)]) == 13
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [err[0]] and "the Spark job failed while analysing the history ([SOMETHING] the executor" in err[0]
+
+
+def test_the_driver_lists_many_run_files_itself(spark, tmp_path):
+    """Reading the results.jsonl of many runs (here 200) starts no Spark job to list them: Spark's default
+    (a job of one task per path above 32 paths) cost 4.5-8.8 s for 2,000 runs on two cores."""
+    from conformance.history.records import RECORD_SCHEMA
+
+    files = []
+    for i in range(200):
+        path = tmp_path / f"run-{i}" / "results.jsonl"
+        path.parent.mkdir()
+        path.write_text("{}\n")
+        files.append(str(path))
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.setJobGroup("listing-test", "listing only")
+    try:
+        spark.read.schema(RECORD_SCHEMA).json(files)
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert tracker.getJobIdsForGroup("listing-test") == [], "Spark listed the files in a job"
+
+
+def test_many_small_runs_are_read_in_few_tasks(spark, tmp_path):
+    """The results.jsonl of many nightly runs (small files: a few hundred KB) are packed into few read tasks, so
+    an ingest writes a few Parquet files per broker, not one per broker for every ~30 runs (Spark's default
+    open cost of 4 MB per file)."""
+    from conformance.history.records import RECORD_SCHEMA
+
+    line = '{"case_id": "c", "broker": "b", "verdict": "pass", "reason": "' + "x" * 400 + '"}\n'
+    files = []
+    for i in range(300):
+        path = tmp_path / f"run-{i}" / "results.jsonl"
+        path.parent.mkdir()
+        path.write_text(line * 100)           # ~45 KB: a small nightly run's file
+        files.append(str(path))
+    tasks = spark.read.schema(RECORD_SCHEMA).json(files).rdd.getNumPartitions()
+    assert tasks <= 3, f"{len(files)} small files read in {tasks} tasks (Spark's default packs them into 10)"
