@@ -80,7 +80,7 @@ def find_run_dirs(paths: Iterable[Path]) -> list[Path]:
 def check_run_dirs(run_dirs: Iterable[Path]) -> None:
     """BadResults (exit 12) for the first run directory that cannot be ingested as it is (see the module
     docstring); reads only run.json and counts lines, so it is cheap enough to run before Spark starts. The
-    ingest checks the same again, exactly and for nothing, from the record counts its summary gives per run."""
+    ingest checks the same again, exactly and at no extra cost, from the record counts its summary gives per run."""
     for run_dir in run_dirs:
         _read_run_meta(Path(run_dir))
 
