@@ -218,6 +218,8 @@ def main() -> int:
     parser.add_argument("--nightly-runs", type=int, default=0,
                         help="also: this many nightly matrix runs (510 records each), measured like a size")
     args = parser.parse_args()
+    if args.nightly_runs < 0:
+        parser.error(f"--nightly-runs {args.nightly_runs}: give a number of runs, 0 or more")
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()] if args.sizes is not None else \
         sorted({min(1_000_000, args.records), min(3_000_000, args.records), args.records})
     root = Path(args.data)

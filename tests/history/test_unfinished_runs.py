@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from conformance.cli import main
 from conformance.errors import EXIT_BAD_RESULTS
 
@@ -84,11 +86,9 @@ def test_the_ingest_itself_refuses_a_cut_run_from_sparks_own_count(spark, refere
     results = run / "results.jsonl"
     results.write_text("".join(results.read_text().splitlines(keepends=True)[:3]))
     history = History(tmp_path / "history")
-    try:
+    with pytest.raises(BadResults) as refused:
         history.ingest(spark, [run, good])
-    except BadResults as exc:
-        assert str(results) in str(exc) and "3 of the 8" in str(exc) and "nothing was ingested" in str(exc)
-    else:
-        raise AssertionError("a run cut to 3 of its 8 records was ingested")
+    message = str(refused.value)
+    assert str(results) in message and "3 of the 8" in message and "nothing was ingested" in message
     assert history.batch_dirs() == [] and not list(history.root.glob(".staging-*"))
     assert history.ingest(spark, [good]).records == 8      # the complete run alone still goes in
