@@ -110,8 +110,8 @@ def build_model(spark, history: History, ladders: bool = True, full: bool = Fals
     """The report model (schema in conformance.report.model) of everything in `history`, from its summary
     tables; `full=True` summarizes every record instead (the same model: the test of the summaries)."""
     if full:
-        from .summary import summarize
-        tables = summarize(history.records(spark))
+        from .summary import as_frames, summarize
+        tables = as_frames(spark, summarize(history.records(spark)))
     else:
         tables = history.summary(spark)
     aggregates, columns_info, trends = aggregate(tables)

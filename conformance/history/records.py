@@ -144,7 +144,7 @@ def write_case_facts(run_dirs: dict[str, Path], pairs, dest: Path, by_dir: bool 
                 if not line.strip():
                     continue
                 try:
-                    record = _fields(line)
+                    record = _fields(line, _FACT_KEYS)
                 except (ValueError, IndexError):
                     check_lines(run_dir / "results.jsonl")      # names the line
                     raise BadResults(f"{run_dir / 'results.jsonl'} holds a line that is not a JSON object") from None
@@ -176,9 +176,15 @@ _DECODER = json.JSONDecoder()
 _SPACE = " \t\r\n"
 
 
-def _fields(line: str) -> dict:
+# The fields write_case_facts needs of a line: they come first in a record, so a line is parsed only that far.
+_FACT_KEYS = frozenset(("run_id", "case_id", *CASE_FACTS))
+
+
+def _fields(line: str, wanted: frozenset | None = None) -> dict:
     """The top-level fields of one JSON object as Spark's JSON reader gives them for STRING columns: a string
-    decoded, null as None, anything else (a list, an object, a number) as its text exactly as the line has it."""
+    decoded, null as None, anything else (a list, an object, a number) as its text exactly as the line has it.
+    With `wanted`, the line is parsed only until every one of those fields is found (the rest is not read: a
+    line that is cut off or malformed after them is found by the summary's own check, not here)."""
     from json.decoder import scanstring
 
     def skip(i: int) -> int:
@@ -202,6 +208,8 @@ def _fields(line: str) -> dict:
         i = skip(i + 1)
         value, end = _DECODER.raw_decode(line, i)
         out[key] = value if value is None or isinstance(value, str) else line[i:end]
+        if wanted is not None and wanted <= out.keys():
+            return out
         i = skip(end)
         if line[i] == "}":
             return out
@@ -222,7 +230,7 @@ def write_summary(spark, batch: Path, case_facts=None) -> dict[str, tuple[int, i
     shutil.rmtree(batch / "summary", ignore_errors=True)
     _summary.write(tables, batch / "summary")
     (batch / "summary" / ".complete").write_text("ok")
-    return {r["run_id"]: (r["records"], r["errors"]) for r in tables["runs"].collect()}
+    return {r["run_id"]: (r["records"], r["errors"]) for r in tables["runs"].to_pylist()}
 
 
 def _first_record_has_run_id(run_dir: Path) -> bool:

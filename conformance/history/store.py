@@ -172,7 +172,7 @@ class History:
                   for name in _summary.TABLES}
         old = [str(b / "records") for b in batches if b not in kept]
         if old:
-            computed = _summary.summarize(read_records_of(spark, old))
+            computed = _summary.as_frames(spark, _summary.summarize(read_records_of(spark, old)))
             tables = {name: computed[name] if tables[name] is None else tables[name].unionByName(computed[name])
                       for name in _summary.TABLES}
         return tables

@@ -15,6 +15,8 @@ records again. The result is exactly that of `merge(summarize(all records))` (te
 
 from __future__ import annotations
 
+import functools
+
 from ..verdict import VERDICTS   # the vocabulary is defined once, in conformance.verdict
 
 KEY = ("case_id", "broker", "broker_version")
@@ -25,13 +27,15 @@ CELL_COLUMNS = (*KEY, "records", *[f"n_{v}" for v in VERDICTS], "sum_us", "min_s
 
 
 def summarize(records_df, reread=None) -> dict:
-    """The summary tables (DataFrames) of a records DataFrame (store.RECORD_COLUMNS), plus `runs`: records
-    and errors per run_id. The records are reduced first, on narrow columns only, to one row per (case,
+    """The summary tables (Arrow tables; as_frames makes them DataFrames) of a records DataFrame
+    (store.RECORD_COLUMNS), plus `runs`: records and errors per run_id. The records are reduced first, on narrow columns only, to one row per (case,
     broker, version, run, day), which every table is derived from; the text of the latest record of each cell
     (reason, findings, ...) is then read from the few runs that hold one, and the cells (as small as cases x
     columns) are completed in the driver. `reread`, when given, is called with the (run_id, case_id) pairs
     found (and `bad`: their records with a verdict outside VERDICTS) and returns the records to read the latest
     records from (e.g. once the batch's cases table is written)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     from pyspark.sql import functions as F
 
     micros = F.round(F.col("duration_s") * 1_000_000).cast("long")
@@ -50,14 +54,32 @@ def summarize(records_df, reread=None) -> dict:
                  F.max("max_s").alias("max_s"),
                  F.max(F.struct("started_at", "run_id", "verdict", F.col("max_s").alias("duration_s")))
                  .alias("latest"),
-                 F.max("broker_product").alias("product"))
-            .localCheckpoint())
-    # the cells without their text: as small as cases x columns, so taken to the driver (one job) and completed
-    # there, with no further checkpoint or join job
+                 F.max("broker_product").alias("product")))
+    # every small table in two jobs over the fine rows, each a set of groupings taken to the driver as one Arrow
+    # table and split there: what sums only (the days, the (run, case) pairs: a hash aggregation), then what
+    # needs a string maximum (the cells without their text, the runs of each column: sorted, so apart)
+    fine = fine.localCheckpoint()
+    sets = {"daily": (*KEY, "day"), "pairs": ("run_id", "case_id"),
+            "cells": KEY, "columns": ("broker", "broker_version", "run_id")}
+    grouping = (*KEY, "day", "run_id")
+    gid = {name: sum(1 << (len(grouping) - 1 - i) for i, c in enumerate(grouping) if c not in cols)
+           for name, cols in sets.items()}
+    sums = [F.sum("records").alias("records"), *[F.sum(f"n_{v}").alias(f"n_{v}") for v in VERDICTS],
+            F.sum("sum_us").alias("sum_us")]
+    summed = (fine.groupingSets([list(sets["daily"]), list(sets["pairs"])], *grouping)
+              .agg(F.grouping_id().alias("gid"), *sums)).toArrow()
+    maxed = (fine.groupingSets([list(sets["cells"]), list(sets["columns"])], *grouping)
+             .agg(F.grouping_id().alias("gid"), *sums, F.min("min_s").alias("min_s"), F.max("max_s").alias("max_s"),
+                  F.max("latest").alias("latest"), F.max("product").alias("product"))).toArrow()
+    part = {name: table.filter(pc.equal(table.column("gid"), gid[name]))
+            for name, table in (("daily", summed), ("pairs", summed), ("cells", maxed), ("columns", maxed))}
     if reread is not None:       # the records read again (e.g. once their cases table is written), given the pairs
-        records_df = reread(fine.groupBy("run_id", "case_id").agg(
-            F.sum(F.col("records") - sum(F.col(f"n_{v}") for v in VERDICTS)).alias("bad")).toArrow())
-    narrow = merge({"cells": fine}, only="cells")["cells"].toArrow()
+        pairs = part["pairs"]
+        bad = pc.subtract(pairs.column("records"), functools.reduce(
+            pc.add, [pairs.column(f"n_{v}") for v in VERDICTS]))
+        records_df = reread(pa.table({"run_id": pairs.column("run_id"), "case_id": pairs.column("case_id"),
+                                      "bad": bad}))
+    narrow = part["cells"]
     tops = narrow.select(list(KEY)).append_column("top", narrow.column("latest"))
     run_ids = sorted(set(narrow.column("latest").combine_chunks().field("run_id").to_pylist()))
     tops = records_df.sparkSession.createDataFrame(tops).select(
@@ -75,16 +97,52 @@ def summarize(records_df, reread=None) -> dict:
               .agg(F.max(F.struct(*[records_df[c] for c in LATEST])).alias("latest"))).toArrow()
     at = {key: i for i, key in enumerate(zip(*[latest.column(c).to_pylist() for c in KEY]))}
     pairs = [(i, at[key]) for i, key in enumerate(zip(*[narrow.column(c).to_pylist() for c in KEY])) if key in at]
-    cells = narrow.drop_columns(["latest"]).take([i for i, _ in pairs])
-    cells = records_df.sparkSession.createDataFrame(
-        cells.append_column("latest", latest.column("latest").take([j for _, j in pairs])).select(list(CELL_COLUMNS)))
-    columns = (fine.groupBy("broker", "broker_version")
-               .agg(F.countDistinct("run_id").alias("runs"),
-                    F.max(F.struct(F.col("latest.started_at").alias("started_at"), "run_id")).alias("last"),
-                    F.max("product").alias("product")))
-    daily = fine.groupBy(*KEY, "day").agg(F.sum("records").alias("records"), F.sum("sum_us").alias("sum_us"))
-    runs = fine.groupBy("run_id").agg(F.sum("records").alias("records"), F.sum("n_error").alias("errors"))
+    cells = narrow.select([c for c in CELL_COLUMNS if c != "latest"]).take([i for i, _ in pairs])
+    cells = cells.append_column("latest", latest.column("latest").take([j for _, j in pairs]))
+    daily = part["daily"].select([*KEY, "day", "records", "sum_us"])
+    columns = _columns(part["columns"])
+    runs = pa.table({"run_id": part["pairs"].column("run_id"), "records": part["pairs"].column("records"),
+                     "errors": part["pairs"].column("n_error")}).group_by("run_id").aggregate(
+        [("records", "sum"), ("errors", "sum")]).rename_columns(["run_id", "records", "errors"])
     return {"cells": cells, "columns": columns, "daily": daily, "runs": runs}
+
+
+def _columns(rows):
+    """The columns table from the fine rows grouped per (broker, version, run): runs, last (started_at, run_id)
+    and product of each broker@version (a few rows per run: done in the driver)."""
+    import pyarrow as pa
+
+    found: dict[tuple, list] = {}
+    for broker, version, run_id, latest, product in zip(*[rows.column(c).to_pylist() for c in (
+            "broker", "broker_version", "run_id", "latest", "product")]):
+        last = ((latest or {}).get("started_at"), run_id)
+        entry = found.setdefault((broker, version), [0, last, product])
+        entry[0] += run_id is not None      # as countDistinct(run_id) counts
+        entry[1] = max(entry[1], last, key=_nulls_first)
+        entry[2] = max(entry[2], product, key=_null_first)
+    keys = list(found)
+    last_type = pa.struct([("started_at", pa.string()), ("run_id", pa.string())])
+    return pa.table({"broker": pa.array([k[0] for k in keys], pa.string()),
+                     "broker_version": pa.array([k[1] for k in keys], pa.string()),
+                     "runs": pa.array([found[k][0] for k in keys], pa.int64()),
+                     "last": pa.array([{"started_at": found[k][1][0], "run_id": found[k][1][1]} for k in keys],
+                                      last_type),
+                     "product": pa.array([found[k][2] for k in keys], pa.string())})
+
+
+def _null_first(value):
+    """Spark's order of a value for max(): null below everything."""
+    return (value is not None, value or "")
+
+
+def _nulls_first(pair):
+    return tuple(_null_first(v) for v in pair)
+
+
+def as_frames(spark, tables: dict) -> dict:
+    """Summary tables as DataFrames (summarize gives Arrow tables)."""
+    return {name: spark.createDataFrame(table) if not hasattr(table, "sparkSession") else table
+            for name, table in tables.items()}
 
 
 def merge(tables: dict, only: str | None = None) -> dict:
@@ -113,4 +171,5 @@ def write(tables: dict, dest) -> None:
 
     for name in TABLES:
         (dest / name).mkdir(parents=True, exist_ok=True)
-        pq.write_table(tables[name].toArrow(), str(dest / name / "part-0.parquet"))
+        table = tables[name].toArrow() if hasattr(tables[name], "toArrow") else tables[name]
+        pq.write_table(table, str(dest / name / "part-0.parquet"))

@@ -89,3 +89,21 @@ def test_a_compaction_killed_at_a_random_point_loses_nothing(spark, tmp_path):
     assert history.records(spark).count() == 4 * 510
     assert same(build_model(spark, history)) == before
     assert not list(history.root.glob(".staging-*")) and not list(history.root.glob(".trash-*"))
+
+
+def test_the_columns_table_is_what_spark_computes_from_the_records(spark, reference_reports, tmp_path):
+    """The columns table (runs, last run, product of each broker@version) is completed in the driver from the
+    summary's groupings: it must equal Spark's own aggregation of every record."""
+    from pyspark.sql import functions as F
+
+    from conformance.history.summary import merge
+
+    history = History(tmp_path / "history")
+    history.ingest(spark, write_synthetic_runs(tmp_path / "synthetic", 600, records_per_run=200), compact=False)
+    history.ingest(spark, [reference_reports, write_matrix_run(tmp_path / "nightly", 0)], compact=False)
+    expected = (history.records(spark).groupBy("broker", "broker_version")
+                .agg(F.countDistinct("run_id").alias("runs"), F.max(F.struct("started_at", "run_id")).alias("last"),
+                     F.max("broker_product").alias("product")))
+    got = merge(history.summary(spark))["columns"].select("broker", "broker_version", "runs", "last", "product")
+    assert sorted(map(tuple, got.collect())) == sorted(map(tuple, expected.collect()))
+    assert expected.count() > 3
