@@ -28,12 +28,12 @@ CELL_COLUMNS = (*KEY, "records", *[f"n_{v}" for v in VERDICTS], "sum_us", "min_s
 
 def summarize(records_df, reread=None) -> dict:
     """The summary tables (Arrow tables; as_frames makes them DataFrames) of a records DataFrame
-    (store.RECORD_COLUMNS), plus `runs`: records and errors per run_id. The records are reduced first, on narrow columns only, to one row per (case,
-    broker, version, run, day), which every table is derived from; the text of the latest record of each cell
-    (reason, findings, ...) is then read from the few runs that hold one, and the cells (as small as cases x
-    columns) are completed in the driver. `reread`, when given, is called with the (run_id, case_id) pairs
-    found (and `bad`: their records with a verdict outside VERDICTS) and returns the records to read the latest
-    records from (e.g. once the batch's cases table is written)."""
+    (store.RECORD_COLUMNS), plus `runs`: records and errors per run_id. The records are reduced first, on
+    narrow columns only, to one row per (case, broker, version, run, day), which every table is derived from;
+    the text of the latest record of each cell (reason, findings, ...) is then read from the few runs that hold
+    one, and the cells (as small as cases x columns) are completed in the driver. `reread`, when given, is
+    called with the (run_id, case_id) pairs found (and `bad`: their records with a verdict outside VERDICTS)
+    and returns the records to read the latest records from (e.g. once the batch's cases table is written)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark.sql import functions as F
@@ -55,31 +55,27 @@ def summarize(records_df, reread=None) -> dict:
                  F.max(F.struct("started_at", "run_id", "verdict", F.col("max_s").alias("duration_s")))
                  .alias("latest"),
                  F.max("broker_product").alias("product")))
-    # every small table in two jobs over the fine rows, each a set of groupings taken to the driver as one Arrow
-    # table and split there: what sums only (the days, the (run, case) pairs: a hash aggregation), then what
-    # needs a string maximum (the cells without their text, the runs of each column: sorted, so apart)
+    # every small table in two jobs over the fine rows, taken to the driver as Arrow: the sums, a set of groupings
+    # (the days, the (run, case) pairs, the runs of each column) in one hash aggregation split in the driver;
+    # then the cells, whose string maxima (the latest struct, the product) sort their rows
     fine = fine.localCheckpoint()
-    sets = {"daily": (*KEY, "day"), "pairs": ("run_id", "case_id"),
-            "cells": KEY, "columns": ("broker", "broker_version", "run_id")}
+    sets = {"daily": (*KEY, "day"), "pairs": ("run_id", "case_id"), "runs_of": ("broker", "broker_version", "run_id")}
     grouping = (*KEY, "day", "run_id")
     gid = {name: sum(1 << (len(grouping) - 1 - i) for i, c in enumerate(grouping) if c not in cols)
            for name, cols in sets.items()}
     sums = [F.sum("records").alias("records"), *[F.sum(f"n_{v}").alias(f"n_{v}") for v in VERDICTS],
             F.sum("sum_us").alias("sum_us")]
-    summed = (fine.groupingSets([list(sets["daily"]), list(sets["pairs"])], *grouping)
+    summed = (fine.groupingSets([list(cols) for cols in sets.values()], *grouping)
               .agg(F.grouping_id().alias("gid"), *sums)).toArrow()
-    maxed = (fine.groupingSets([list(sets["cells"]), list(sets["columns"])], *grouping)
-             .agg(F.grouping_id().alias("gid"), *sums, F.min("min_s").alias("min_s"), F.max("max_s").alias("max_s"),
-                  F.max("latest").alias("latest"), F.max("product").alias("product"))).toArrow()
-    part = {name: table.filter(pc.equal(table.column("gid"), gid[name]))
-            for name, table in (("daily", summed), ("pairs", summed), ("cells", maxed), ("columns", maxed))}
+    part = {name: summed.filter(pc.equal(summed.column("gid"), gid[name])) for name in sets}
+    narrow = (fine.groupBy(*KEY).agg(*sums, F.min("min_s").alias("min_s"), F.max("max_s").alias("max_s"),
+                                     F.max("latest").alias("latest"), F.max("product").alias("product"))).toArrow()
     if reread is not None:       # the records read again (e.g. once their cases table is written), given the pairs
         pairs = part["pairs"]
         bad = pc.subtract(pairs.column("records"), functools.reduce(
             pc.add, [pairs.column(f"n_{v}") for v in VERDICTS]))
         records_df = reread(pa.table({"run_id": pairs.column("run_id"), "case_id": pairs.column("case_id"),
                                       "bad": bad}))
-    narrow = part["cells"]
     tops = narrow.select(list(KEY)).append_column("top", narrow.column("latest"))
     run_ids = sorted(set(narrow.column("latest").combine_chunks().field("run_id").to_pylist()))
     tops = records_df.sparkSession.createDataFrame(tops).select(
@@ -100,26 +96,30 @@ def summarize(records_df, reread=None) -> dict:
     cells = narrow.select([c for c in CELL_COLUMNS if c != "latest"]).take([i for i, _ in pairs])
     cells = cells.append_column("latest", latest.column("latest").take([j for _, j in pairs]))
     daily = part["daily"].select([*KEY, "day", "records", "sum_us"])
-    columns = _columns(part["columns"])
+    columns = _columns(part["runs_of"], narrow)
     runs = pa.table({"run_id": part["pairs"].column("run_id"), "records": part["pairs"].column("records"),
                      "errors": part["pairs"].column("n_error")}).group_by("run_id").aggregate(
         [("records", "sum"), ("errors", "sum")]).rename_columns(["run_id", "records", "errors"])
     return {"cells": cells, "columns": columns, "daily": daily, "runs": runs}
 
 
-def _columns(rows):
-    """The columns table from the fine rows grouped per (broker, version, run): runs, last (started_at, run_id)
-    and product of each broker@version (a few rows per run: done in the driver)."""
+def _columns(runs_of, cells):
+    """The columns table: per broker@version its runs (the (broker, version, run) groups with a run_id, as
+    countDistinct counts), its last (started_at, run_id) and product: the greatest over its cells, whose latest
+    struct starts with the greatest (started_at, run_id) of their records (a few rows per column and run:
+    done in the driver)."""
     import pyarrow as pa
 
     found: dict[tuple, list] = {}
-    for broker, version, run_id, latest, product in zip(*[rows.column(c).to_pylist() for c in (
-            "broker", "broker_version", "run_id", "latest", "product")]):
-        last = ((latest or {}).get("started_at"), run_id)
+    for broker, version, latest, product in zip(*[cells.column(c).to_pylist() for c in (
+            "broker", "broker_version", "latest", "product")]):
+        last = ((latest or {}).get("started_at"), (latest or {}).get("run_id"))
         entry = found.setdefault((broker, version), [0, last, product])
-        entry[0] += run_id is not None      # as countDistinct(run_id) counts
         entry[1] = max(entry[1], last, key=_nulls_first)
         entry[2] = max(entry[2], product, key=_null_first)
+    for broker, version, run_id in zip(*[runs_of.column(c).to_pylist() for c in (
+            "broker", "broker_version", "run_id")]):
+        found[(broker, version)][0] += run_id is not None
     keys = list(found)
     last_type = pa.struct([("started_at", pa.string()), ("run_id", pa.string())])
     return pa.table({"broker": pa.array([k[0] for k in keys], pa.string()),
