@@ -145,7 +145,7 @@ def as_frames(spark, tables: dict) -> dict:
             for name, table in tables.items()}
 
 
-def merge(tables: dict, only: str | None = None) -> dict:
+def merge(tables: dict) -> dict:
     """Summaries of several batches (each table a union of theirs) merged into the summary of all of them.
     A batch's runs are its own (ingest skips a run_id already in the history), so run counts add up."""
     from pyspark.sql import functions as F
@@ -154,8 +154,6 @@ def merge(tables: dict, only: str | None = None) -> dict:
              .agg(F.sum("records").alias("records"), *[F.sum(f"n_{v}").alias(f"n_{v}") for v in VERDICTS],
                   F.sum("sum_us").alias("sum_us"), F.min("min_s").alias("min_s"), F.max("max_s").alias("max_s"),
                   F.max("latest").alias("latest")))
-    if only == "cells":
-        return {"cells": cells}
     columns = (tables["columns"].groupBy("broker", "broker_version")
                .agg(F.sum("runs").alias("runs"), F.max("last").alias("last"), F.max("product").alias("product")))
     daily = (tables["daily"].groupBy(*KEY, "day")
