@@ -45,6 +45,12 @@ SERIES: dict[str, tuple[str, ...]] = {
 }
 
 
+def register_kind(name: str, cls: type[ManagedBroker]) -> None:
+    """A managed kind made while the process runs (a build of a broker's source at a commit,
+    conformance.brokers.source): `resolve` and `start` know it from then on, in this process only."""
+    MANAGED[name] = cls
+
+
 def series(name: str) -> list[str]:
     """The managed brokers of a release series, oldest first (UsageError for an unknown series)."""
     if name not in SERIES:
@@ -121,7 +127,7 @@ def describe(handle: BrokerHandle, spec: BrokerSpec) -> dict:
             "product": handle.product, "version": handle.version, "node": handle.node, "managed": spec.url is None}
 
 
-__all__ = ["MANAGED", "DEFAULT_BROKER", "TESTED", "SERIES", "series", "Broker", "WrappedBroker", "is_broker",
+__all__ = ["MANAGED", "DEFAULT_BROKER", "TESTED", "SERIES", "series", "register_kind", "Broker", "WrappedBroker", "is_broker",
            "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
            "start", "attach", "describe", "record_broker_identity", "stop_all", "install_cleanup", "available_profiles", "load_profile",
            "Profile", "NodeRecord"]

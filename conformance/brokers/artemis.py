@@ -8,6 +8,10 @@ PLAIN and the console, anonymous logins allowed. The instance's data directory (
 tmpfs of its own, so filling it raises Artemis' max-disk-usage blocking (checked every 100 ms here). The
 `artemis` profiles drive address settings and queues through Jolokia.
 
+A build of the broker's source at a commit (`conformance.brokers.source`, `bisect --repo`) runs on top of a
+release: `artemis_class(version, run_home=...)` gives a kind whose nodes run from that build's home (the
+release's files, its lib/ with the build's jar sorting first) and the release's instance template.
+
 Which profile a release gets depends on its management API: from 2.32 an address's settings can be given
 as JSON (so `max-size-messages`, a limit in messages, is available: the queue-length case); older releases
 only take the long positional form with `max-size-bytes` (`artemis-before-2.32`, without the length hook).
@@ -57,10 +61,16 @@ class Artemis(JvmBroker):
 
     version = ""
     ready_sasl = "PLAIN"
+    runs_builds = True                 # a node runs from `run_home` when a build sets it (None: the release's own)
 
     @property
     def home(self) -> Path:
         return cache_dir() / "artemis" / self.version
+
+    @property
+    def node_home(self) -> Path:
+        """The ARTEMIS_HOME nodes run from: the release's, or the build's on top of it."""
+        return self.run_home or self.home
 
     def provisioned(self) -> bool:
         return (self.home / "bin" / "artemis").exists()
@@ -112,8 +122,8 @@ class Artemis(JvmBroker):
                                  "tools": redacted_tools(self.tools),
                                  "env": self.env, "http_port": http_port, "mounts": [str(data)] if self._tmpfs else []})
 
-    def _create(self, instance: Path, data: Path, http_port: int, env: dict) -> None:
-        run([str(self.home / "bin" / "artemis"), "create", "--silent", "--force", "--name", BROKER_NAME,
+    def _create(self, instance: Path, data: Path, http_port: int, env: dict, home: Path | None = None) -> None:
+        run([str((home or self.node_home) / "bin" / "artemis"), "create", "--silent", "--force", "--name", BROKER_NAME,
              "--user", "admin", "--password", "admin", "--allow-anonymous", "--host", "127.0.0.1",
              "--http-host", "127.0.0.1", "--http-port", str(http_port), "--data", str(data), *CREATE_OPTIONS,
              str(instance)], timeout=120, env=env, what=f"`artemis create` for {self.kind}", error=BrokerStartFailed)
@@ -125,7 +135,7 @@ class Artemis(JvmBroker):
         made_with = hashlib.sha256(" ".join((BROKER_NAME, *CREATE_OPTIONS)).encode()).hexdigest()[:8]
         template = cache_dir() / "artemis" / f"{self.version}-instance-{made_with}"   # new options: a new one
         plain = re.compile(r"[A-Za-z0-9/._+-]+")
-        if not all(plain.fullmatch(str(p)) for p in (template, instance, data)):
+        if not all(plain.fullmatch(str(p)) for p in (template, instance, data, self.node_home)):
             self._create(instance, data, http_port, env)
             return
         ready = template / "instance" / "etc" / "broker.xml"
@@ -135,19 +145,22 @@ class Artemis(JvmBroker):
                     partial = template.with_name(template.name + ".partial")
                     shutil.rmtree(partial, ignore_errors=True)
                     shutil.rmtree(template, ignore_errors=True)
-                    self._create(partial / "instance", partial / "data", TEMPLATE_HTTP_PORT, env)
+                    self._create(partial / "instance", partial / "data", TEMPLATE_HTTP_PORT, env, self.home)
                     moved = partial / "instance"
                     for f in moved.rglob("*"):     # its own paths: the template's, not the .partial's
                         if f.is_file() and f.parent.name in ("bin", "etc"):
                             f.write_text(f.read_text().replace(str(partial), str(template)))
                     os.replace(partial, template)
         shutil.copytree(template / "instance", instance, symlinks=True)
+        release_home = re.compile(re.escape(str(self.home)) + r"(?![\w.-])")     # not the template's own paths
         for f in instance.rglob("*"):
             if f.is_file() and f.parent.name in ("bin", "etc"):
                 text = f.read_text()
                 new = (text.replace(str(template / "instance"), str(instance))
                        .replace(str(template / "data"), str(data))
                        .replace(f"http://127.0.0.1:{TEMPLATE_HTTP_PORT}", f"http://127.0.0.1:{http_port}"))
+                if self.run_home is not None:
+                    new = release_home.sub(str(self.run_home).replace("\\", "\\\\"), new)
                 if new != text:
                     f.write_text(new)
         data.mkdir(parents=True, exist_ok=True)
@@ -186,11 +199,13 @@ class Artemis(JvmBroker):
             profile.write_text(text)
 
 
-def artemis_class(version: str) -> type[Artemis]:
+def artemis_class(version: str, *, kind: str | None = None, run_home: Path | None = None,
+                  description: str | None = None) -> type[Artemis]:
+    """The managed kind of release `version`; with `run_home`, of a build on top of it (named `kind`)."""
     profile = "artemis" if version_tuple(version) >= (2, 32) else "artemis-before-2.32"
     return type(f"Artemis_{version.replace('.', '_')}", (Artemis,), {
-        "kind": f"artemis-{version}", "version": version, "profile_name": profile,
-        "description": f"ActiveMQ Artemis {version} from Maven Central (Java 17)"})
+        "kind": kind or f"artemis-{version}", "version": version, "profile_name": profile, "run_home": run_home,
+        "description": description or f"ActiveMQ Artemis {version} from Maven Central (Java 17)"})
 
 
 RELEASES: dict[str, type[Artemis]] = {f"artemis-{v}": artemis_class(v) for v in VERSIONS}

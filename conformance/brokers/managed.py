@@ -223,6 +223,10 @@ class ManagedBroker(abc.ABC):
     description = ""
     profile_name = ""
     startup_timeout = 90.0
+    # a build of the broker's source on top of this release (conformance.brokers.source): the home its nodes run
+    # from instead of the release's; only kinds whose start honours it say `runs_builds = True`
+    run_home: Path | None = None
+    runs_builds = False
 
     def __init__(self):
         self.node: NodeRecord | None = None

@@ -281,17 +281,17 @@ class StartedBuild:
                 self.process.wait(timeout=10)
 
 
-def run_case_on(build: Build, case, reports_dir: Path, options=None, console=None) -> dict:
+def run_case_on(build: Build, case, reports_dir: Path, options=None, console=None, meta: dict | None = None) -> dict:
     """Run one case (a CaseSpec) on one build through the run pipeline (an ordinary run directory, which the
-    history learns) and return its record. A build that cannot be started gives an `error` record without a
-    run directory (`run_id` None); bisect skips it."""
+    history learns; `meta`: more run.json fields, e.g. the commit) and return its record. A build that cannot
+    be started gives an `error` record without a run directory (`run_id` None); bisect skips it."""
     from ..run.engine import Plan, execute
     from ..options import RunOptions
     from ..verdict import CaseResult, Verdict
     options = options or RunOptions(workers=0, reports_dir=reports_dir)
     try:
         with StartedBuild(build) as started:
-            outcome = execute(Plan([case], [started.broker], options, meta={"kind": "bisect"},
+            outcome = execute(Plan([case], [started.broker], options, meta=meta or {"kind": "bisect"},
                                    selection={"cases": [case.id]}), console)
     except ConformanceError as exc:
         result = CaseResult(case.id, case.title, case.section, case.level, list(case.requirements), Verdict.ERROR,

@@ -67,6 +67,11 @@ def register(sub) -> None:
                    help="the managed releases of a series, oldest first (artemis, qpid-broker-j, rabbitmq), or a "
                         "client library's pinned releases (rhea, qpid-jms, go-amqp, python-qpid-proton); "
                         "each is provisioned when the search first needs it")
+    b.add_argument("--repo", default=None, metavar="PATH",
+                   help="your clone of the broker's repository: after the releases, bisect the commits between the "
+                        "two where the verdict changes, each built by the series' recipe (fixtures/recipes)")
+    b.add_argument("--recipe", default=None, metavar="NAME|FILE",
+                   help="with --repo: how the broker is built at a commit (default: the series' recipe)")
     b.add_argument("--no-history", action="store_true", help="run every point the search needs")
     _history_options(b)
     run_options.add_arguments(b, "frame_timeout", "quiet_period", "connect_timeout")
@@ -242,16 +247,99 @@ def cmd_diff(args) -> int:
     return EXIT_MUST_FAILED if result.regressed else EXIT_OK
 
 
+def _commit_source(args):
+    """(recipe, clone) for `bisect --repo`, checked before anything runs: the recipe (named, or the series'),
+    the clone, and a tag in it for every release of the series."""
+    from ..brokers.source import Clone, load_recipe, recipe_for_series
+    if not args.repo:
+        raise UsageError("--recipe builds commits of your clone: give --repo PATH too")
+    if args.build or args.builds:
+        raise UsageError("--repo bisects the commits between two releases of a series: give --series NAME (or "
+                         "--recipe), not --build/--builds")
+    if args.recipe:
+        recipe = load_recipe(args.recipe)
+        own = recipe.releases.series or recipe.name
+        if args.series and args.series != own:
+            raise UsageError(f"recipe {recipe.name} is for the series {own!r}, not {args.series!r}; leave --series "
+                             "out or give the series' own recipe")
+    elif args.series:
+        recipe = recipe_for_series(args.series)
+        if recipe is None:
+            from ..brokers.source import available_recipes
+            raise UsageError(f"no recipe builds the series {args.series!r} from source; use one of "
+                             f"{', '.join(available_recipes())} or give --recipe FILE (fixtures/recipes/README.md)")
+    else:
+        raise UsageError("--repo needs the releases to start from: give --series NAME or --recipe NAME|FILE")
+    clone = Clone(args.repo)
+    return recipe, clone
+
+
+def _release_builds(recipe, clone) -> list:
+    """The releases of a recipe's series, oldest first, each with its tag checked in the clone."""
+    from .bisect import Build
+    from .. import brokers
+    if recipe.releases.series:
+        names = brokers.series(recipe.releases.series)
+        builds = [Build(label=name, broker=name) for name in names]
+    else:
+        builds = [Build(label=recipe.release_label(v)) for v in recipe.releases.versions]
+    for b in builds:
+        version = recipe.version_of(b.label)
+        if version is None:
+            raise UsageError(f"recipe {recipe.path}: release {b.label} does not fit releases.label = "
+                             f"{recipe.releases.label!r}; fix the label template")
+        tag = recipe.tag(version)
+        if clone.commit_of(tag) is None:
+            raise UsageError(f"the clone at {clone.path} has no tag {tag} (release {b.label}); fetch the tags "
+                             "(git fetch --tags) or check releases.tag in the recipe")
+    return builds
+
+
+def _known(args, case, labels: list[str], prefix: str | None) -> dict[str, dict]:
+    """What the history says about `case` on these builds (and on every build labelled `prefix...`): the latest
+    record of each, {label: {verdict, reason, findings, run_id}}; empty without a history or with --no-history."""
+    history = _history(args)
+    if args.no_history or not history.batch_dirs():
+        return {}
+    from pyspark.sql import functions as F
+    spark = _spark(args)
+    wanted = F.col("broker").isin(labels)
+    if prefix:
+        wanted = wanted | F.col("broker").startswith(prefix)
+    with spark_job("reading the history"):
+        rows = (history.records(spark).where((F.col("case_id") == case.id) & wanted)
+                .groupBy("broker").agg(F.max_by(F.struct("verdict", "reason", "findings", "run_id"),
+                                                "started_at").alias("last"))
+                .collect())
+    known = {}
+    for r in rows:
+        last = r["last"]
+        findings = []
+        if last["findings"]:
+            with contextlib.suppress(ValueError):
+                findings = json.loads(last["findings"])
+        known[r["broker"]] = {"verdict": last["verdict"], "reason": last["reason"] or "", "findings": findings,
+                              "run_id": last["run_id"]}
+    _say(f"the history knows {sum(1 for lb in labels if lb in known)} of {len(labels)} builds for {case.id}"
+         + (f" and {sum(1 for k in known if k not in labels)} commit build(s)" if prefix else ""))
+    return known
+
+
 def cmd_bisect(args) -> int:
     from .bisect import UNTESTABLE, Build, build_from_arg, change_kind, first_change, load_builds, run_case_on
     from ..clients import LIBRARIES
+    t_start = time.monotonic()
     client_series = bool(args.series) and args.series in {lib.name for lib in LIBRARIES}
     case = _one_case(args, "client" if client_series else "broker")
     options = run_options.from_args(args, workers=0)
     given = [bool(args.builds), bool(args.build), bool(args.series)]
     if sum(given) > 1:
         raise UsageError("give builds one way: --build (repeatable), --builds FILE or --series NAME")
-    if client_series:                   # a client library's pinned releases, oldest first
+    source = _commit_source(args) if (args.repo or args.recipe) else None
+    if source is not None:
+        recipe, clone = source
+        builds = _release_builds(recipe, clone)
+    elif client_series:                 # a client library's pinned releases, oldest first
         from ..clients import series as client_releases
         builds = [Build(label=lib.label, client=lib.label) for lib in client_releases(args.series)]
     elif args.series:
@@ -261,40 +349,53 @@ def cmd_bisect(args) -> int:
         builds = load_builds(Path(args.builds)) if args.builds else [build_from_arg(b) for b in args.build]
     if len(builds) < 2:
         raise UsageError("bisect needs at least two builds, oldest first")
-    known: dict[str, tuple[str, str]] = {}
-    history = _history(args)
-    if not args.no_history and history.batch_dirs():
-        from pyspark.sql import functions as F
-        spark = _spark(args)
-        labels = [b.label for b in builds]
-        with spark_job("reading the history"):
-            rows = (history.records(spark).where((F.col("case_id") == case.id) & F.col("broker").isin(labels))
-                    .groupBy("broker").agg(F.max_by(F.struct("verdict", "reason"), "started_at").alias("last"))
-                    .collect())
-        known = {r["broker"]: (r["last"]["verdict"], r["last"]["reason"] or "") for r in rows}
-        _say(f"the history knows {len(known)} of {len(builds)} builds for {case.id}")
-    reasons: dict[int, str] = {}
+    known = _known(args, case, [b.label for b in builds], f"{source[0].name}-" if source else None)
+    records: dict[int, dict] = {}
+    release_builder = None
+    if source is not None and not recipe.releases.series:      # releases built from their tags
+        from ..brokers.source import Builder
+        release_builder = Builder(recipe, clone, say=_say)
+
+    def runnable(i: int):
+        """The build to run (a release built from its tag first), or why it cannot run."""
+        build = builds[i]
+        if release_builder is None:
+            return build
+        from ..brokers.source import startable
+        commit = clone.commit_of(recipe.tag(recipe.version_of(build.label)))
+        built = release_builder.build(commit)
+        if not built.ok:
+            return f"does not build: {built.error}"
+        return Build(label=build.label, **startable(recipe, release_builder, built, build.label))
 
     def verdict_of(i: int) -> tuple[str, str]:
         """(verdict, source) of the case on build i: from the history when it has a testable one, else a run."""
         build = builds[i]
-        if build.label in known and known[build.label][0] not in ("error", "unsupported"):
-            verdict, reason = known[build.label]
-            reasons[i] = f"{verdict} (history): {reason}"
-            _say(f"[{i + 1}/{len(builds)}] {build.label}: {verdict} (from the history)")
-            return verdict, "history"
+        last = known.get(build.label)
+        if last and last["verdict"] not in UNTESTABLE:
+            records[i] = {**last, "source": "history"}
+            _say(f"[{i + 1}/{len(builds)}] {build.label}: {last['verdict']} (from the history)")
+            return last["verdict"], "history"
         _say(f"[{i + 1}/{len(builds)}] {build.label}: running {case.id}")
-        record = run_case_on(build, case, options.reports_dir, options)
-        run = f"run {record['run_id']}" if record["run_id"] else "not started"
-        reasons[i] = f"{record['verdict']} ({run}): {record['reason']}"
+        target = runnable(i)
+        if isinstance(target, str):
+            record = {"run_id": None, "verdict": "error", "reason": target, "findings": []}
+        else:
+            record = run_case_on(target, case, options.reports_dir, options)
+        records[i] = {**record, "source": "run"}
         _say(f"[{i + 1}/{len(builds)}] {build.label}: {record['verdict']} - {record['reason'][:100]}")
         return record["verdict"], "run"
+
+    def shown(i: int) -> str:
+        r = records[i]
+        where = "history" if r["source"] == "history" else (f"run {r['run_id']}" if r["run_id"] else "not started")
+        return f"{r['verdict']} ({where}): {r['reason']}"
 
     result = first_change(len(builds), verdict_of)
     print(f"\nbisect {case.id} over {len(builds)} builds:")
     for step in sorted(result.steps, key=lambda s: s.index):
         state = "skip" if step.verdict in UNTESTABLE else step.verdict
-        print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {state:<14} {reasons[step.index][:100]}")
+        print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {state:<14} {shown(step.index)[:100]}")
     ran = sum(1 for s in result.steps if s.source == "run")
     counts = f"{ran} run(s), {len(result.steps) - ran} from the history"
     if result.changed is None:
@@ -306,7 +407,37 @@ def cmd_bisect(args) -> int:
         print(f"first failing build: {after}")
     print(f"the verdict of {case.id} changes between {before} and {after}: {result.verdict_before} -> "
           f"{result.verdict_after} ({kind})" + (f"; {result.note}" if result.note else "") + f"; {counts}")
-    return EXIT_OK
+    if source is None:
+        return EXIT_OK
+    answer = _bisect_commits(args, case, options, recipe, clone, builds, records, result, known)
+    print(f"the whole bisect took {time.monotonic() - t_start:.0f} s")
+    return EXIT_OK if answer.commit is not None else EXIT_MUST_FAILED
+
+
+def _bisect_commits(args, case, options, recipe, clone, builds, records, result, known):
+    """The commit stage of `bisect --repo`: the commits between the tags of the two releases found."""
+    from ..brokers.source import Builder, JavaOverlay
+    from .bisect import change_kind
+    from .commits import CommitBisect, Point, format_answer
+
+    def release_point(i: int) -> Point:
+        label = builds[i].label
+        r = records[i]
+        return Point(clone.commit_of(recipe.tag(recipe.version_of(label))), label, r["verdict"], "release",
+                     r["reason"], r.get("findings") or [], r.get("run_id"))
+
+    old, new = release_point(result.before), release_point(result.changed)
+    overlay = isinstance(recipe.build, JavaOverlay)
+    builder = Builder(recipe, clone, base_version=recipe.version_of(old.label) if overlay else None, say=_say)
+    print(f"\nbisecting the commits of {clone.path} from {recipe.tag(recipe.version_of(old.label))} "
+          f"({old.verdict}) to {recipe.tag(recipe.version_of(new.label))} ({new.verdict}), recipe {recipe.name} "
+          f"({recipe.build.kind}" + (f" on top of {old.label})" if overlay else ")"), flush=True)
+    search = CommitBisect(case=case, recipe=recipe, clone=clone, builder=builder, old=old, new=new, known=known,
+                          options=options, say=_say, new_is_build=not overlay)
+    answer = search.run(clone.count(old.commit, new.commit))
+    kind = change_kind(old.verdict, answer.after.verdict) if answer.after else ""
+    print(format_answer(answer, case.id, kind))
+    return answer
 
 
 def cmd_bisect_run(args) -> int:
