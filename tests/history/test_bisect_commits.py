@@ -65,6 +65,10 @@ def commit(repo: Path, message: str, conf: str | None = None) -> str:
 
 @pytest.fixture
 def tiny(tmp_path):
+    return make_tiny(tmp_path)
+
+
+def make_tiny(tmp_path: Path):
     """The repository: v1.0, v1.1, then on the main line a1 a2 BROKEN a4 MERGE a6 v1.2, where MERGE brings in a
     branch (forked at a1) of b1, b2 (drain broken: the culprit), b3."""
     repo = tmp_path / "tiny-broker"
