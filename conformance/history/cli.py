@@ -379,7 +379,8 @@ def cmd_bisect(args) -> int:
         _say(f"[{i + 1}/{len(builds)}] {build.label}: running {case.id}")
         target = runnable(i)
         if isinstance(target, str):
-            record = {"run_id": None, "verdict": "error", "reason": target, "findings": []}
+            from ..verdict import Verdict
+            record = {"run_id": None, "verdict": Verdict.ERROR.value, "reason": target, "findings": []}
         else:
             record = run_case_on(target, case, options.reports_dir, options)
         records[i] = {**record, "source": "run"}

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..verdict import UNTESTABLE
+from ..verdict import UNTESTABLE, Verdict
 from .bisect import Build, first_change, run_case_on
 
 
@@ -120,7 +120,7 @@ class CommitBisect:
         p.build_s = built.seconds
         p.build = "from the cache" if built.cached else (built.summary or "built")
         if not built.ok:
-            p.verdict, p.source, p.reason = "error", "build", f"does not build: {built.error}"
+            p.verdict, p.source, p.reason = Verdict.ERROR.value, "build", f"does not build: {built.error}"
             self.say(f"{head}: skip - {p.reason[:160]}")
             self.seen[commit] = p
             return p
