@@ -207,8 +207,8 @@ class Builder:
         if not lib_dir.is_dir():
             raise UsageError(f"recipe {self.recipe.name}: {lib_dir} is not a directory (build.lib = {build.lib!r})")
         lib = self._lib_index(lib_dir)
-        src = self.checkout.at(commit)
         changed = [m for m in build.modules if self.clone.changed_paths(tag_commit, commit, [f"{m}/src/main"])]
+        src = self.checkout.export(commit, [*changed, *build.processors])    # only what javac reads
         missing = [m for m in changed if not (src / m / "pom.xml").exists()]
         if missing:
             raise BuildFailed(f"module {missing[0]} has no pom.xml at this commit (build.modules)")

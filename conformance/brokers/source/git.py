@@ -10,9 +10,12 @@ modification times tell an incremental build (make, CMake) what changed. A git f
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import shutil
 import subprocess
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,7 +129,9 @@ class Clone:
 
 
 class Checkout:
-    """A work tree of the clone's commits at `root/src` with its own index (`root/index`)."""
+    """A work tree of the clone's commits at `root/src` with its own index (`root/index`); or, with `export`,
+    only some directories of a commit, written afresh (what a build reads, even from a clone whose other files
+    are missing, like a partial clone's)."""
 
     def __init__(self, clone: Clone, root: Path):
         self.clone = clone
@@ -141,6 +146,23 @@ class Checkout:
                        env={"GIT_INDEX_FILE": str(self.root / "index")}, timeout=600)
         self.commit = commit
         return self.src
+
+    def export(self, commit: str, paths: list[str]) -> Path:
+        """`root/export` holding only `paths` (directories or files) as they are at `commit`."""
+        out = self.root / "export"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        present = [p for p in paths if self.clone.tree_id(commit, p)]
+        if present:
+            archive = subprocess.run(["git", f"--git-dir={self.clone.git_dir}", "archive", "--format=tar", commit,
+                                      "--", *present], capture_output=True, timeout=600, env=_env())
+            if archive.returncode != 0:
+                last = (archive.stderr.decode(errors="replace").strip().splitlines() or ["git archive failed"])[-1]
+                raise GitFailed(f"git archive {commit[:10]} in {self.clone.path} failed: {last}")
+            with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+                tar.extractall(out, filter="data")
+        self.commit = commit
+        return out
 
 
 TAG_VERSION = r"(\d+(?:\.\d+)*)"
