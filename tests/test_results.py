@@ -129,22 +129,35 @@ def test_diff_refuses_a_run_with_an_unknown_verdict(tmp_path, capsys):
     assert "->" not in out
 
 
-def test_bisect_run_refuses_an_unknown_verdict(monkeypatch):
+def _planted(monkeypatch, verdicts: dict[str, str]) -> None:
+    """bisect runs the case on each build through `run_case_on`: here it answers the planted verdicts."""
+    from conformance.history import bisect
+    monkeypatch.setattr(bisect, "run_case_on", lambda build, case, reports_dir, options: {
+        "run_id": "r", "verdict": verdicts[build.label], "reason": "as planted"})
+
+
+def test_bisect_refuses_an_unknown_verdict(monkeypatch, capsys, tmp_path):
     from conformance.history import bisect
     with pytest.raises(BadResults, match="unknown verdict 'maybe'"):
         bisect.outcome_of("maybe")
     assert [bisect.outcome_of(v) for v in VERDICTS] == [bisect.GOOD, bisect.BAD, bisect.BAD, bisect.GOOD,
                                                         bisect.SKIP, bisect.SKIP]
+    _planted(monkeypatch, {"amqp://127.0.0.1:1": FAIL, "amqp://127.0.0.1:2": "maybe"})
+    assert main(["bisect", "2.6.8/1", "--build", "amqp://127.0.0.1:1", "--build", "amqp://127.0.0.1:2",
+                 "--no-history", "--reports-dir", str(tmp_path)]) == EXIT_BAD_RESULTS
+    assert capsys.readouterr().err == "error: the record of 2.6.8/1 on amqp://127.0.0.1:2 has an unknown verdict " \
+        f"'maybe' (known: {', '.join(VERDICTS)}); delete that line or re-run the case\n"
+    # `git bisect run` reads 1-127 (but 125) as a bad commit: an unknown verdict aborts the bisection instead
+    assert main(["bisect-run", "2.6.8/1", "--broker", "amqp://127.0.0.1:2", "--reports-dir", str(tmp_path)]) == \
+        bisect.BISECT_ABORT == 128
+    assert "unknown verdict 'maybe'" in capsys.readouterr().err
 
 
 # -- diff, the report and bisect classify a change alike -------------------------------------------------------
 
 def _bisect_kind(monkeypatch, capsys, tmp_path, before: str, after: str) -> str:
     """What `bisect` says of a case that gives `before` on the first build and `after` on the second."""
-    from conformance.history import bisect
-    verdicts = {"amqp://127.0.0.1:1": before, "amqp://127.0.0.1:2": after}
-    monkeypatch.setattr(bisect, "run_case_on", lambda build, case, reports_dir, options: {
-        "run_id": "r", "verdict": verdicts[build.label], "reason": "as planted"})
+    _planted(monkeypatch, {"amqp://127.0.0.1:1": before, "amqp://127.0.0.1:2": after})
     code = main(["bisect", "2.6.8/1", "--build", "amqp://127.0.0.1:1", "--build", "amqp://127.0.0.1:2",
                  "--no-history", "--reports-dir", str(tmp_path)])
     out = capsys.readouterr().out

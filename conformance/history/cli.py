@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import EXIT_MUST_FAILED, EXIT_OK, EXIT_USAGE, ConformanceError, SparkUnavailable, UsageError
 from .. import options as run_options
-from ..results import REGRESSION, atomic_write_text, change_kind, is_broken, is_untestable
+from ..results import REGRESSION, atomic_write_text, change_kind, check_verdict, is_broken, is_untestable
 from ..run import selection
 
 
@@ -280,11 +280,13 @@ def cmd_bisect(args) -> int:
         build = builds[i]
         if build.label in known and not is_untestable(known[build.label][0]):
             verdict, reason = known[build.label]
+            check_verdict(verdict, f"the history's record of {case.id} on {build.label}")
             reasons[i] = f"{verdict} (history): {reason}"
             _say(f"[{i + 1}/{len(builds)}] {build.label}: {verdict} (from the history)")
             return verdict, "history"
         _say(f"[{i + 1}/{len(builds)}] {build.label}: running {case.id}")
         record = run_case_on(build, case, options.reports_dir, options)
+        check_verdict(record["verdict"], f"the record of {case.id} on {build.label}")
         run = f"run {record['run_id']}" if record["run_id"] else "not started"
         reasons[i] = f"{record['verdict']} ({run}): {record['reason']}"
         _say(f"[{i + 1}/{len(builds)}] {build.label}: {record['verdict']} - {record['reason'][:100]}")
@@ -310,7 +312,8 @@ def cmd_bisect(args) -> int:
 
 
 def cmd_bisect_run(args) -> int:
-    """Exit codes follow `git bisect run`: 0 good, 1 bad, 125 cannot test, 128 (abort) for a usage error."""
+    """Exit codes follow `git bisect run`: 0 good, 1 bad, 125 cannot test, 128 (abort) for a usage error or a
+    record whose verdict the vocabulary does not know."""
     from .bisect import BISECT_ABORT, BISECT_BAD, BISECT_GOOD, BISECT_SKIP, GOOD, BAD, Build, build_from_arg, outcome_of, \
         run_case_on
     try:
@@ -335,7 +338,11 @@ def cmd_bisect_run(args) -> int:
             _say(f"build failed (exit {proc.returncode}): skip")
             return BISECT_SKIP
     record = run_case_on(build, case, options.reports_dir, options)
-    outcome = outcome_of(record["verdict"])
+    try:
+        outcome = outcome_of(record["verdict"])
+    except ConformanceError as exc:     # a verdict the vocabulary does not know: abort, never a bad commit
+        print(f"error: {exc.message}", file=sys.stderr)
+        return BISECT_ABORT
     _say(f"{build.label}: {case.id} {record['verdict']} - {record['reason'][:120]}")
     return {GOOD: BISECT_GOOD, BAD: BISECT_BAD}.get(outcome, BISECT_SKIP)
 
