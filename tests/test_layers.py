@@ -201,6 +201,24 @@ def test_run_directories_are_written_by_the_pipeline_only():
     assert {m for m in calls("record") if m.startswith("conformance.")} <= {"conformance.run.engine"}
 
 
+def test_the_record_is_read_from_its_own_room():
+    """Readers of results import conformance.results, not the run pipeline's run directory; and no module imports
+    a private name (`_name`) from another room."""
+    assert {m for m, deps in graph().items() if "conformance.run.directory" in deps} <= \
+        {m for m in graph() if m.startswith("conformance.run.")}
+    found = []
+    for name, tree in _modules():
+        room = name.split(".")[:2]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                here = name.split(".") if _is_package(name) else name.split(".")[:-1]
+                base = here[:len(here) - node.level + 1] + (node.module.split(".") if node.module else [])
+                if base[:2] != room:
+                    found += [f"{name} imports {'.'.join(base)}.{a.name}" for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == [], "private names imported across rooms: " + "; ".join(found)
+
+
 # -- written once: serial arithmetic, session and link bookkeeping -------------------------------------------
 
 SERIAL_HOME = "conformance.wire.serial"

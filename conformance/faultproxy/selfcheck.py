@@ -20,14 +20,14 @@ from ..catalogue.faults import EXPECT_ERROR
 from ..run.engine import Outcome, Plan, execute
 from ..options import RunOptions
 from ..run.targets import Target, register_wrapper
-from ..verdict import BROKEN, SHORT, Verdict
+from ..results import is_broken
+from ..verdict import SHORT, Verdict
 from .handle import ProxiedBroker
 from .proxy import Transport, transport_for
 
 WRAPPER = "mutant-proxy"     # what the selfcheck targets name as their wrapper (`register`)
 DIRECT = "direct"
 PROXY = "proxy"
-DETECTING = BROKEN
 ERROR = Verdict.ERROR.value     # a case without a record in a configuration reads as error
 
 
@@ -142,8 +142,8 @@ def build_report(broker: dict, case_ids: list[str], faults: list[str], runs: dic
         records = runs[name]["records"]
         fault_rows[name] = {
             "requirement": entry.requirement, "level": entry.level, "summary": entry.summary,
-            "detected": any(b in DETECTING for _, b in flips.values()),
-            "all_green": all(v not in DETECTING and v != ERROR for v in verdicts[name].values()),
+            "detected": any(is_broken(b) for _, b in flips.values()),        # a flip to fail / non-strict
+            "all_green": all(not is_broken(v) and v != ERROR for v in verdicts[name].values()),
             "flipped": {c: {"from": a, "to": b, "violated": records.get(c, {}).get("violated"),
                             "reason": (records.get(c, {}).get("reason") or "")[:200]}
                         for c, (a, b) in flips.items()},
