@@ -248,14 +248,16 @@ class StartedBuild:
             if self.process.poll() is not None:
                 err = (self.process.stderr.read() or b"").decode(errors="replace").strip().splitlines()
                 raise ConformanceError(f"build {self.build.label}: its command exited with "
-                                       f"{self.process.returncode} ({err[-1] if err else 'no output'})", exit_code=EXIT_BROKER_START_FAILED)
+                                       f"{self.process.returncode} ({err[-1] if err else 'no output'})",
+                                       exit_code=EXIT_BROKER_START_FAILED)
             try:
                 with socket.create_connection((address.host, address.port), timeout=0.5):
                     return
             except OSError:
                 if time.monotonic() > deadline:
                     raise ConformanceError(f"build {self.build.label}: nothing listens on {address.host}:"
-                                           f"{address.port} after {timeout:.0f} s", exit_code=EXIT_BROKER_START_FAILED) from None
+                                           f"{address.port} after {timeout:.0f} s",
+                                           exit_code=EXIT_BROKER_START_FAILED) from None
                 time.sleep(0.1)  # bounded-wait-ok: polling a starting process's port with a deadline
 
     def __exit__(self, *exc):

@@ -314,8 +314,8 @@ def cmd_bisect(args) -> int:
 def cmd_bisect_run(args) -> int:
     """Exit codes follow `git bisect run`: 0 good, 1 bad, 125 cannot test, 128 (abort) for a usage error or a
     record whose verdict the vocabulary does not know."""
-    from .bisect import BISECT_ABORT, BISECT_BAD, BISECT_GOOD, BISECT_SKIP, GOOD, BAD, Build, build_from_arg, outcome_of, \
-        run_case_on
+    from .bisect import BISECT_ABORT, BISECT_BAD, BISECT_GOOD, BISECT_SKIP, GOOD, BAD, Build, build_from_arg, \
+        outcome_of, run_case_on
     try:
         case = _one_case(args)
         options = run_options.from_args(args, workers=0)

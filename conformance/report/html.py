@@ -423,7 +423,8 @@ def render_selfcheck(model: dict, anchors: Anchors) -> str:
         for fault in check["faults"]:
             flips = " ".join((anchors.link(f["case_id"]) if known is None or f["case_id"] in known
                               else esc(f["case_id"])) + " " + verdict_badge(f["to"]) for f in fault["flipped"])
-            caught = verdict_badge(Verdict.PASS, "caught") if fault["detected"] else verdict_badge(Verdict.FAIL, "missed")
+            caught = verdict_badge(Verdict.PASS, "caught") if fault["detected"] else \
+                verdict_badge(Verdict.FAIL, "missed")
             rows.append(f'<tr><td class="mono">{esc(fault["name"])}</td><td class="mono">'
                         f'{esc(fault["requirement"] or "")}</td><td>{level_badge(fault["level"] or "")}</td>'
                         f'<td>{caught}</td><td>{flips or "–"}</td></tr>')
