@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..verdict import UNTESTABLE, Verdict
+from ..results import is_untestable
+from ..verdict import Verdict
 from .bisect import Build, first_change, run_case_on
 
 
@@ -109,7 +110,7 @@ class CommitBisect:
         p = Point(commit, label)
         head = f"[commit {self.count}] {commit[:10]} {info.subject[:60]}"
         remembered = self.known.get(label)
-        if remembered and remembered["verdict"] not in UNTESTABLE:
+        if remembered and not is_untestable(remembered["verdict"]):
             p.verdict, p.source, p.reason = remembered["verdict"], "history", remembered["reason"]
             p.findings, p.run_id = remembered.get("findings") or [], remembered.get("run_id")
             self.say(f"{head}: {p.verdict} (from the history, {label})")
@@ -256,7 +257,7 @@ def format_answer(answer: CommitAnswer, case_id: str, kind: str) -> str:
         out.append(f"\ncommits searched ({line.what}): {len(line.commits) - 1}")
         for i in sorted(line.probed):
             p = line.probed[i]
-            state = "skip" if p.verdict in UNTESTABLE else p.verdict
+            state = "skip" if is_untestable(p.verdict) else p.verdict
             how = {"release": "release", "history": "from the history", "run": "run", "build": "not built",
                    "start": "not started"}.get(p.source, p.source)
             timing = ""
