@@ -11,7 +11,7 @@ import pytest
 
 from conformance.brokers.source import maven
 from conformance.brokers.source.git import tag_pattern
-from conformance.brokers.source.recipes import parse_recipe
+from conformance.brokers.source.recipes import load_recipe, parse_recipe
 from conformance.errors import UsageError
 
 PARENT = b"""<?xml version="1.0"?>
@@ -173,6 +173,20 @@ def test_recipe_parsing(tmp_path):
     ]:
         with pytest.raises(UsageError, match=message):
             parse_recipe(broken, path=tmp_path / "x.toml")
+
+
+def test_the_cache_key_of_a_recipe_is_its_content_not_its_comments(tmp_path):
+    text = ('[releases]\ntag = "{version}"\nlabel = "x-{version}"\nversions = ["1.0", "2.0"]\n'
+            '[build]\nkind = "commands"\ncommands = [["make"]]\n'
+            '[start]\ncommand = "{out}/broker {port}"\nurl = "amqp://127.0.0.1:{port}"\n')
+    (tmp_path / "x.toml").write_text(text)
+    (tmp_path / "y").mkdir()
+    (tmp_path / "y" / "x.toml").write_text("# a comment\n" + text.replace("\n[build]", "  # another\n\n[build]"))
+    (tmp_path / "z").mkdir()
+    (tmp_path / "z" / "x.toml").write_text(text.replace('["make"]', '["make", "-j2"]'))
+    digest = load_recipe(str(tmp_path / "x.toml")).digest
+    assert load_recipe(str(tmp_path / "y" / "x.toml")).digest == digest     # builds kept across a comment edit
+    assert load_recipe(str(tmp_path / "z" / "x.toml")).digest != digest     # a changed command builds anew
 
 
 def test_java_overlay_home(tmp_path, monkeypatch):

@@ -11,6 +11,7 @@ the fix. Nothing runs here.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import tomllib
 from dataclasses import dataclass
@@ -138,7 +139,14 @@ def load_recipe(name_or_path: str) -> Recipe:
         data = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"recipe {path} is not valid TOML ({exc}); fix the file") from None
-    return parse_recipe(data, path=path, digest=hashlib.sha256(raw).hexdigest()[:12])
+    return parse_recipe(data, path=path, digest=recipe_digest(data))
+
+
+def recipe_digest(data: dict) -> str:
+    """The key of a recipe's builds in the cache: its keys and values, not its comments or layout (an edited
+    comment keeps the builds)."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
 class _Checker:
