@@ -262,6 +262,10 @@ class Pipeline:
 
     def _keep(self, result) -> None:
         """Serialise the record once: the line results.jsonl gets is the one the controller reads."""
+        if self.run is not None:
+            report = self.run.bug_report_of(result)
+            if report is not None:
+                result.observations["bug_report"] = report
         record = result.to_record()
         if self.run is not None:
             record = {"run_id": self.run.run_id, **record}
