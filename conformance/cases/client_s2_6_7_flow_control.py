@@ -9,7 +9,7 @@ it grants exactly the credit the case says and accepts and settles every transfe
 from ..casekit import case
 from ..casekit.client_context import INITIAL_DELIVERY_COUNT
 from ..peer import ExpectationTimeout
-from ..wire import Detach, End, Flow
+from ..wire import Detach, End, Flow, Transfer
 from ..wire.serial import serial_add, serial_diff
 
 WINDOW = 5
@@ -138,14 +138,18 @@ def client_sender_credit_withdrawn(ctx):
     taken = 3 + len(link.take_until_quiet())                             # in flight, and anything later
     echoed = next(iter(link.flows(after=crossing.read_on_at)), None)
     late = link.beyond(barrier, also_after=echoed)
+    held = sum(1 for f in crossing.held if isinstance(f.body, Transfer))   # sent before it could read the stop
     ctx.require(not late, "2.6.7/no-send-without-credit", f"the client sent {len(late)} transfer(s) after it had "
-                f"read our flow(link-credit=0): past the session window (transfer-id {barrier:#x}) that only our "
-                "next flow opened" + (", or after its answer to our echo" if echoed is not None else ""),
+                f"read our flow(delivery-count=3, link-credit=0), at least {held} behind its own (link-credit(snd) = "
+                f"delivery-count(rcv) + 0 - delivery-count(snd) <= -{held}): past the session window our stop left in "
+                f"place (transfer-id {barrier:#x}), which only our next flow opened"
+                + (", or after its answer to our echo" if echoed is not None else ""),
                 expected="no transfer until new credit", conn=link.conn, frame=late[0] if late else None)
     ctx.require(echoed is not None, "2.7.4/echo", "the client did not answer the echo of the credit-0 flow",
                 expected="its flow state", actual=f"no flow within {ctx.answer_window():.1f} s", conn=link.conn)
     _take_the_rest(link, taken, 20, sending)
-    ctx.observe(in_flight=len(crossing.held), late=len(late), application=ctx.answer(sending, SEND_WAIT_MS / 1000))
+    ctx.observe(in_flight=len(crossing.held), late=len(late), after_the_barrier=len(link.beyond(barrier)),
+                application=ctx.answer(sending, SEND_WAIT_MS / 1000))
     return ctx.passed(f"the client stopped ({len(crossing.held)} in flight when the stop went out) and resumed")
 
 

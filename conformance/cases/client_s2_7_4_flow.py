@@ -96,9 +96,10 @@ def _no_end(ctx, link, ours, exc):
                         "not an end of the session with unattached-handle", expected=expected, actual=sent,
                         conn=link.conn)
     elif link.peer.closed_by_remote:
-        ctx.add_finding("2.7.4/unattached-handle", f"the client dropped the connection ({link.peer.ending}) with "
-                        "no frame after our flow(handle=9)", expected=expected,
-                        actual=f"TCP {link.peer.ending}, no end or close frame", conn=link.conn)
+        how = {"fin": "a TCP FIN", "reset": "a TCP reset"}.get(link.peer.ending, link.peer.ending)
+        ctx.add_finding("2.7.4/unattached-handle", f"the client dropped the connection ({how}) with no frame "
+                        "after our flow(handle=9): no end, no close", expected=expected,
+                        actual=f"{how}, no end or close frame", conn=link.conn)
     else:
         ctx.add_finding("2.7.4/unattached-handle", "the client ignored a flow on an unattached handle",
                         expected=expected, actual=f"no end or close within {ctx.options.frame_timeout:.1f} s",

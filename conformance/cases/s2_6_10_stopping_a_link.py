@@ -11,6 +11,7 @@ when the broker answers echo, is a second barrier.
 
 from ..casekit import case
 from ..casekit.crossing import at_or_past
+from ..wire import Transfer
 
 QUEUED = 500
 LATE = 20
@@ -47,9 +48,14 @@ def stopping_a_link(ctx):
     late = at_or_past(ours, barrier) + [f for f in after_echo if all(f is not g for g in at_or_past(ours, barrier))]
     ctx.observe(after_the_barrier=len(at_or_past(ours, barrier)), after_the_echoed_flow=len(after_echo),
                 in_flight_after_stop=len(ours) - READ - len(late), barrier_transfer_id=barrier)
+    held = sum(1 for f in crossing.held if isinstance(f.body, Transfer))   # sent before it could read the stop
+    dc = crossing.sent.body.delivery_count if crossing.sent is not None else None
+    dc = f"{int(dc):#x}" if dc is not None and int(dc) > 0xFFFF else dc
     ctx.require(not late, "2.6.7/no-send-without-credit", f"the broker sent {len(late)} transfer(s) after it had "
-                f"read our flow(link-credit=0): past our session window (transfer-id {barrier:#x}), which only our "
-                "next flow opened" + (", or after its echoed flow" if after_echo else ""),
+                f"read our flow(delivery-count={dc}, link-credit=0), at least {held} behind its own "
+                f"(link-credit(snd) = delivery-count(rcv) + 0 - delivery-count(snd) <= -{held}): their transfer-ids lie "
+                f"past the session window our stop left in place (up to {barrier:#x}), which only our next flow opened"
+                + (", or they came after its echoed flow" if after_echo else ""),
                 expected="no transfer once the stop was read", conn=session.connection, frame=late[0] if late else None)
     if echoed is not None:
         link.require_credit(echoed, 0, requirement="2.6.7/credit-formula", why="the receiver set link-credit to 0")
