@@ -133,6 +133,11 @@ class ClientConnection:
         link.attached_at = self.peer.mark()       # frames from here on came after our attach was sent
         return link
 
+    def seconds_between(self, first, second) -> float:
+        """Seconds between two frames of this connection's transcript (ours or the client's)."""
+        times = {id(e.item): e.t for e in self.peer.transcript.snapshot()}
+        return times.get(id(second), 0.0) - times.get(id(first), 0.0)
+
     def answer_closing(self, pending, bound: float) -> None:
         """While the application closes: answer the client's detach, end and close (a library may wait for
         each answer), until its close command is answered or `bound` seconds passed."""

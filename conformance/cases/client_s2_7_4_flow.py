@@ -76,7 +76,7 @@ def client_unattached_handle(ctx):
     condition = link.peer.error_condition(frame)
     error = frame.body.error
     said = f', "{error.description}"' if error is not None and error.description is not None else ""
-    ctx.observe(answered_after_s=round(_seconds_between(link.conn, ours, frame), 3))
+    ctx.observe(answered_after_s=round(link.conn.seconds_between(ours, frame), 3))
     ctx.require(isinstance(frame.body, End) and condition == "amqp:session:unattached-handle",
                 "2.7.4/unattached-handle", f"the client answered our flow(handle=9) with {frame.body.NAME}(error="
                 f"{condition or 'none'}{said}), not with end(error=amqp:session:unattached-handle)",
@@ -106,7 +106,3 @@ def _no_end(ctx, link, ours, exc):
                         conn=link.conn)
     return ctx.passed("(no end)")
 
-
-def _seconds_between(conn, first, second) -> float:
-    times = {id(e.item): e.t for e in conn.peer.transcript.snapshot()}
-    return times.get(id(second), 0.0) - times.get(id(first), 0.0)
