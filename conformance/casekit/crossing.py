@@ -111,3 +111,8 @@ def keep_window(session_state, limit: int | None) -> dict:
 def at_or_past(ids: list[tuple[int, Any]], limit: int) -> list:
     """The frames of `ids` (transfer_ids) whose transfer-id is at or past `limit`."""
     return [f for tid, f in ids if serial_diff(limit, tid) >= 0]
+
+
+def summarize_first(frames: list) -> str | None:
+    """The first of `frames`, summarised (None: no frame)."""
+    return summarize(frames[0]) if frames else None

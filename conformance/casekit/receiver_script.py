@@ -231,6 +231,11 @@ class ReceiverScript(LinkScript):
             self.received.append(frame)
         return sum(1 for f in self.received if not f.body.more)
 
+    def flows_after(self, position: int) -> list:
+        """The broker's flows for this link that arrived at or after arrival position `position`."""
+        return [item for item in self.peer.arrived[position:] if isinstance(getattr(item, "body", None), Flow)
+                and item.channel == self.session.remote_channel and item.body.handle == self.broker_handle]
+
     def transfers_after(self, flow_body) -> list:
         """The broker's transfers on this link that arrived after its flow `flow_body` (e.g. an echoed flow)."""
         pos = self._position(flow_body)

@@ -10,7 +10,7 @@ when the broker answers echo, is a second barrier.
 """
 
 from ..casekit import case
-from ..casekit.crossing import at_or_past
+from ..casekit.crossing import at_or_past, summarize_first
 from ..wire import Transfer
 
 QUEUED = 500
@@ -46,8 +46,10 @@ def stopping_a_link(ctx):
     ours = [(tid, f) for tid, f in session.transfer_ids() if f.body.handle == link.broker_handle]
     after_echo = link.transfers_after(echoed) if echoed is not None else []
     late = at_or_past(ours, barrier) + [f for f in after_echo if all(f is not g for g in at_or_past(ours, barrier))]
+    own = link.flows_after(crossing.read_on_at)       # the broker's flows for the link once it read the stop
     ctx.observe(after_the_barrier=len(at_or_past(ours, barrier)), after_the_echoed_flow=len(after_echo),
-                in_flight_after_stop=len(ours) - READ - len(late), barrier_transfer_id=barrier)
+                in_flight_after_stop=len(ours) - READ - len(late), barrier_transfer_id=barrier,
+                broker_flow_after_stop=summarize_first(own))
     held = sum(1 for f in crossing.held if isinstance(f.body, Transfer))   # sent before it could read the stop
     dc = crossing.sent.body.delivery_count if crossing.sent is not None else None
     dc = f"{int(dc):#x}" if dc is not None and int(dc) > 0xFFFF else dc
@@ -55,7 +57,8 @@ def stopping_a_link(ctx):
                 f"read our flow(delivery-count={dc}, link-credit=0), at least {held} behind its own "
                 f"(link-credit(snd) = delivery-count(rcv) + 0 - delivery-count(snd) <= -{held}): their transfer-ids lie "
                 f"past the session window our stop left in place (up to {barrier:#x}), which only our next flow opened"
-                + (", or they came after its echoed flow" if after_echo else ""),
+                + (", or they came after its echoed flow" if after_echo else "")
+                + (f"; its own flow afterwards: {summarize_first(own)}" if own else ""),
                 expected="no transfer once the stop was read", conn=session.connection, frame=late[0] if late else None)
     if echoed is not None:
         link.require_credit(echoed, 0, requirement="2.6.7/credit-formula", why="the receiver set link-credit to 0")
