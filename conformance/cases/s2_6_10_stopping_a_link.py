@@ -72,5 +72,7 @@ def stopping_a_link(ctx):
     ctx.require(link.bodies() == ctx.preloaded_bodies(queue), "2.6.10/stopping-a-link",
                 "messages were lost, duplicated or reordered across the stop",
                 expected=f"{QUEUED + LATE} bodies in order", actual=f"{len(link.received)} transfers")
-    return ctx.passed(f"quiesced: nothing past the barrier ({len(ours) - READ} in flight when the stop went out"
-                      f"{', crossing forced' if crossing.happened else ''}); resumed with {remaining}")
+    crossed = "crossing forced" if crossing.happened else f"no transfer of the broker's crossed the stop: none came " \
+        f"within the frame timeout after the first {READ}"
+    return ctx.passed(f"quiesced: nothing past the barrier ({len(ours) - READ} in flight when the stop went out, "
+                      f"{crossed}); resumed with {remaining}")
