@@ -8,7 +8,7 @@ it grants exactly the credit the case says and accepts and settles every transfe
 
 from ..casekit import case
 from ..casekit.client_context import INITIAL_DELIVERY_COUNT
-from ..peer import ExpectationTimeout
+from ..peer import ExpectationTimeout, summarize
 from ..wire import Detach, End, Flow, Transfer
 from ..wire.serial import serial_add, serial_diff
 
@@ -143,7 +143,7 @@ def client_sender_credit_withdrawn(ctx):
                 f"read our flow(delivery-count=3, link-credit=0), at least {held} behind its own (link-credit(snd) = "
                 f"delivery-count(rcv) + 0 - delivery-count(snd) <= -{held}): past the session window our stop left in "
                 f"place (transfer-id {barrier:#x}), which only our next flow opened"
-                + (", or after its answer to our echo" if echoed is not None else ""),
+                + (f", or after its answer to our echo, {summarize(echoed)}" if echoed is not None else ""),
                 expected="no transfer until new credit", conn=link.conn, frame=late[0] if late else None)
     ctx.require(echoed is not None, "2.7.4/echo", "the client did not answer the echo of the credit-0 flow",
                 expected="its flow state", actual=f"no flow within {ctx.answer_window():.1f} s", conn=link.conn)

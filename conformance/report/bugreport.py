@@ -53,8 +53,8 @@ def render_bug_report(result) -> str:
     crossing = result.observations.get("crossing")
     if crossing and crossing.get("happened"):
         lines += ["", f"The test forced the crossing, on every run: it sent `{crossing['ours']}` ({crossing['what']}) "
-                      f"while {_count(crossing.get('held_unread') or [])} of the client's frames were in its receive "
-                      "buffer, unread (marked in the table)."]
+                      f"while {_count(crossing.get('held_unread') or [])} in its receive buffer, unread (marked in the "
+                      "table)."]
     lines += ["", "### The frames", ""] + _frames(result, finding)
     lines += ["", "### What the application was told", ""] + _application(result, lib)
     if lib.get("flow_api") and req.id in APPLICATION_PART:
@@ -76,12 +76,18 @@ def _count(held: list) -> str:
     """How many frames a crossing's `held_unread` list names (it ends with "(and N more)" when cut)."""
     more = next((int(h.split()[1]) for h in held if h.startswith("(and ")), 0)
     n = len([h for h in held if not h.startswith("(and ")]) + more
-    return f"{n} frame" if n == 1 else f"{n} frames"
+    return "1 frame of the client's was" if n == 1 else f"{n} frames of the client's were"
 
 
 def _first_clause(reason: str) -> str:
-    short = reason.split(" -- ")[0].split(": ")[0]
-    return short if len(short) <= 110 else short[:107] + "..."
+    """The reason up to its first comma, colon or semicolon outside parentheses (a title)."""
+    text, depth = reason.split(" -- ")[0], 0
+    for i, ch in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0 and ch in ",:;":
+            text = text[:i]
+            break
+    return text if len(text) <= 140 else text[:137] + "..."
 
 
 def _frames(result, finding) -> list[str]:
@@ -128,6 +134,7 @@ def _application(result, lib: dict) -> list[str]:
     for call in calls:
         args = ", ".join(f"{k}={v}" for k, v in call.items() if k not in ("op", "answer", "url"))
         answer = call.get("answer") or {}
-        said = ", ".join(f"{k}={answer[k]}" for k in answer if k not in ("ms",))
+        said = "returned" if answer.get("ok") else f"failed: {answer.get('error', '?')}"
+        said += "".join(f", {k}={answer[k]}" for k in answer if k not in ("ms", "ok", "error"))
         out.append(f"| `{call.get('op')}({args})` | {said.replace('|', '/')} ({answer.get('ms', '?')} ms) |")
     return out
