@@ -7,13 +7,15 @@ client's and our scripted broker's, as the transcript has them), what the applic
 (the driver's answers), what the library's API leaves to the application, and the one command that reproduces
 it. It is written to be pasted into the library's issue tracker as it is: it names the test suite and its
 case, never a local path. The run pipeline writes it beside the transcripts (`bug-reports/<stem>.md`, see
-`conformance.run.directory`). Pure: a `CaseResult` in, text out; standard library and the catalogue only.
+`conformance.run.directory`). Pure: a `CaseResult` in, text out; the standard library, the catalogue and the codec's loose reading of a frame
+it refused (`wire.loose`).
 """
 
 from __future__ import annotations
 
 from .. import catalogue
 from ..verdict import BROKEN, Verdict
+from ..wire.loose import describe_frame
 
 CONTEXT = 8            # frames shown before the finding's frame (after: 4), besides the link's opening
 # requirements where the library may ask the application to take part (a sender's drain): the report says
@@ -96,8 +98,8 @@ def _frames(result, finding) -> list[str]:
     transcripts = result.transcripts or []
     if not 1 <= number <= len(transcripts):
         return ["(no transcript was recorded)"]
-    entries = [e for e in transcripts[number - 1].get("entries", []) if e.get("frame_type") == "amqp"
-               and e.get("name") not in (None, "empty")]
+    entries = [e for e in transcripts[number - 1].get("entries", []) if (e.get("frame_type") == "amqp"
+               and e.get("name") not in (None, "empty")) or e.get("name") == "raw"]
     if not entries:
         return ["(no AMQP frames)"]
     at = finding.get("frame_index")
@@ -113,6 +115,9 @@ def _frames(result, finding) -> list[str]:
             rows.append(f"{'':>9}   ... {i - last - 1} frame(s) ...")
         e = entries[i]
         arrow = "client  -->  " if e["direction"] == "in" else "        <--  "
+        if e.get("name") == "raw":              # bytes the codec refused: what they say, read loosely
+            e = {**e, "summary": f"{describe_frame(bytes.fromhex(e['raw'])) or 'undecodable bytes'} (undecodable: "
+                                 f"{e.get('note', '')})", "note": ""}
         mark = "   <== the finding" if e["index"] == at else ""
         note = f"   [{e['note']}]" if e.get("note") else ""
         rows.append(f"{e['t']:9.3f}  #{e['index']:<4} {arrow}{e.get('summary', e['name'])}{mark}{note}")
