@@ -115,6 +115,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                 if not isinstance(exc, PeerError):
                     result.observations["traceback"] = traceback.format_exc(limit=8)
             finally:
+                ctx.release_holds()
                 if result.verdict is not Verdict.UNSUPPORTED:
                     # after the case, before it drops its connections: were they cut or stalled?
                     broke = cut_or_stalled(ctx.broker_peers(), options.frame_timeout)

@@ -140,6 +140,13 @@ class CaseRecord:
 
     # -- after the case: the whole exchange ------------------------------------------------------------------
 
+    def release_holds(self) -> None:
+        """Read whatever a hold of a case that ended early kept unread (the transcript and the model must see
+        every frame the other side sent)."""
+        for conn in self.conversations():
+            if conn.peer.holding:
+                conn.peer.release_reads(note="held unread when the case body ended")
+
     def judge_model(self, connections) -> None:
         """The model's findings over every frame the other side sent on `connections` (the first per
         requirement: a requirement the case named already is not repeated)."""

@@ -422,6 +422,11 @@ class Peer(Expectations):
             return hold.find(predicate) if hold is not None and hold.holding else None
         return self._wait(f"{what} (held unread)", timeout, find)
 
+    @property
+    def holding(self) -> bool:
+        """A hold is armed (frames after the one it names stay unread until `release_reads`)."""
+        return self._hold is not None
+
     def held(self) -> list:
         """The frames received and not read yet (empty without a hold)."""
         return [f for f in self.held_items() if isinstance(f, Frame)]

@@ -84,6 +84,7 @@ def test_a_hold_from_now_keeps_the_next_frame(pair):
     broker.hold_reads_after(None)
     client.flow(0, handle=0, link_credit=0, delivery_count=0, echo=True)
     got = broker.await_held(lambda f: isinstance(f.body, Flow), "the client's flow")
-    assert got.body.echo and broker.held() == [got]
+    assert got.body.echo and broker.held() == [got] and broker.holding
     broker.release_reads()
+    assert not broker.holding
     assert broker.expect(Flow).body.echo and broker.held() == []
