@@ -138,8 +138,9 @@ def _application(result, lib: dict) -> list[str]:
     out += ["| the application asked | the library answered |", "| --- | --- |"]
     for call in calls:
         args = ", ".join(f"{k}={v}" for k, v in call.items() if k not in ("op", "answer", "url"))
-        answer = call.get("answer") or {}
-        said = "returned" if answer.get("ok") else f"failed: {answer.get('error', '?')}"
-        said += "".join(f", {k}={answer[k]}" for k in answer if k not in ("ms", "ok", "error"))
+        answer = dict(call.get("answer") or {})
+        told = answer.get("error")                  # what the library told the application (ok: false)
+        said = "returned" if answer.get("ok") else f"failed: {told or '?'}"
+        said += "".join(f", {k}={v}" for k, v in answer.items() if k not in ("ms", "ok") and v is not told)
         out.append(f"| `{call.get('op')}({args})` | {said.replace('|', '/')} ({answer.get('ms', '?')} ms) |")
     return out
