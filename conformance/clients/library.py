@@ -25,6 +25,9 @@ class Library:
     package: str            # what the registry's client installs
     driver: str             # folder under clients/
     summary: str            # what it is and which API the driver uses
+    flow_api: str = ""      # what the API lets the application do in flow control where the library asks it to
+                            # take part (a drain on a sender), or that it offers no way: quoted by findings and
+                            # bug reports, so a verdict never blames the library for what the application owes
 
     @property
     def label(self) -> str:
@@ -35,23 +38,35 @@ class Library:
         return DRIVERS / self.driver
 
 
-def _lib(name, versions, language, registry, package, driver, summary) -> list[Library]:
-    return [Library(name, v, language, registry, package, driver, summary) for v in versions]
+def _lib(name, versions, language, registry, package, driver, summary, flow_api="") -> list[Library]:
+    return [Library(name, v, language, registry, package, driver, summary, flow_api) for v in versions]
 
 
 LIBRARIES: tuple[Library, ...] = tuple(
     _lib("python-qpid-proton", ("0.39.0", "0.40.0"), "Python", "pypi", "python-qpid-proton",
          "python-qpid-proton", "Qpid Proton's Python binding; BlockingConnection, create_receiver(credit=N), "
-         "receive(timeout)")
+         "receive(timeout)",
+         "BlockingConnection gives the application no drain of a sender to answer: proton-c hands it to the "
+         "application as a link-flow event with drain mode set, and only the event API (MessagingHandler, "
+         "Link.drained()) lets it answer; BlockingSender has neither")
     + _lib("rhea", ("2.0.8", "3.0.5"), "JavaScript", "npm", "rhea", "rhea",
-           "the Node.js AMQP 1.0 library under Azure's JS SDKs; receiver credit_window or add_credit/drain")
+           "the Node.js AMQP 1.0 library under Azure's JS SDKs; receiver credit_window or add_credit/drain",
+           "a drain on a sender is handed to the application (event sender_draining); the application answers "
+           "with set_drained(true) when it has nothing to send (README: it \"must be called in response to\" "
+           "the event): the driver does")
     + _lib("qpid-jms", ("1.11.0", "2.7.0"), "Java", "maven", "org.apache.qpid:qpid-jms-client", "qpid-jms",
            "Qpid JMS (javax.jms in 1.x, jakarta.jms in 2.x); consumer.receive(timeout) with "
-           "jms.prefetchPolicy.all=N")
+           "jms.prefetchPolicy.all=N",
+           "JMS has no flow-control API: the provider answers a drain on a producer's link itself")
     + _lib("protonj2", ("1.0.0-M23",), "Java", "maven", "org.apache.qpid:protonj2-client", "protonj2",
-           "Qpid protonj2 imperative client; openReceiver with creditWindow(N), receive(timeout)")
+           "Qpid protonj2 imperative client; openReceiver with creditWindow(N), receive(timeout)",
+           "the client answers a drain on a sender itself when no send is blocked (ClientSender "
+           "handleCreditStateUpdated: sender.drained()); Receiver.drain() returns a future completed by the "
+           "drained flow")
     + _lib("go-amqp", ("1.4.0", "1.7.0"), "Go", "go", "github.com/Azure/go-amqp", "go-amqp",
-           "Azure's Go AMQP 1.0 client; ReceiverOptions.Credit (-1: IssueCredit/DrainCredit), Receive(ctx)")
+           "Azure's Go AMQP 1.0 client; ReceiverOptions.Credit (-1: IssueCredit/DrainCredit), Receive(ctx)",
+           "Sender has no drain API: the library reads a receiver's flow into its credit and never looks at the "
+           "drain flag (sender.go muxHandleFrame), so the application has no way to answer a drain")
 )
 
 BY_LABEL = {lib.label: lib for lib in LIBRARIES}

@@ -2,10 +2,11 @@
 
 `provision(lib)` installs once into `<cache>/clients/<label>/` (pip `--target`, npm `--prefix`, Maven
 `dependency:copy-dependencies` into `lib/` then `javac` of the driver, `go build` with the module cache),
-each registry's ordinary client as the machine has it configured. A stamp names the driver sources it was
-built from: a changed driver is rebuilt, an unchanged one costs nothing. Whatever cannot be installed is one
-line naming what is missing (`ProvisionFailed`, exit 8). `command(lib)` is the argv, environment and
-working directory of the driver process.
+each registry's ordinary client as the machine has it configured. A compiled driver (Java, Go) is built into
+`build/<stamp>/`, the stamp naming the driver sources it was built from: a changed driver is built beside the
+others (checkouts with different drivers share the cache without rebuilding each other's), an unchanged one
+costs nothing. Whatever cannot be installed is one line naming what is missing (`ProvisionFailed`, exit 8).
+`command(lib)` is the argv, environment and working directory of the driver process.
 """
 
 from __future__ import annotations
@@ -42,7 +43,14 @@ def _stamp(lib: Library) -> str:
     return digest.hexdigest()[:16]
 
 
+def build_dir(lib: Library) -> Path:
+    """Where the driver built from the current sources lives (Java classes, a Go binary)."""
+    return home(lib) / "build" / _stamp(lib)
+
+
 def provisioned(lib: Library) -> bool:
+    if lib.registry in ("maven", "go"):
+        return (build_dir(lib) / ".built").exists()
     stamp = home(lib) / ".provisioned"
     return stamp.exists() and stamp.read_text().strip() == _stamp(lib)
 
@@ -83,7 +91,10 @@ def provision(lib: Library) -> Path:
             _go(lib, dest, what)
         else:                                                     # pragma: no cover - the table is ours
             raise ProvisionFailed(f"{what}: unknown registry {lib.registry}")
-        (dest / ".provisioned").write_text(_stamp(lib) + "\n")
+        if lib.registry in ("maven", "go"):
+            (build_dir(lib) / ".built").write_text(_stamp(lib) + "\n")
+        else:
+            (dest / ".provisioned").write_text(_stamp(lib) + "\n")
     return dest
 
 
@@ -108,10 +119,11 @@ def _maven(lib: Library, dest: Path, what: str) -> None:
     jars = dest / "lib"
     if not any(jars.glob(f"{lib.package.split(':')[1]}-*.jar")):
         copy_dependencies([f"{lib.package}:{lib.version}"], jars, what)
-    classes = dest / "classes"
+    build = build_dir(lib)
+    classes = build / "classes"
     shutil.rmtree(classes, ignore_errors=True)
-    classes.mkdir()
-    src = dest / "src"
+    classes.mkdir(parents=True)
+    src = build / "src"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
     jms = "jakarta.jms" if any(jars.glob("jakarta.jms-api-3*.jar")) else "javax.jms"
@@ -122,15 +134,15 @@ def _maven(lib: Library, dest: Path, what: str) -> None:
 
 
 def _go(lib: Library, dest: Path, what: str) -> None:
-    work = dest / "src"
+    work = build_dir(lib) / "src"
     shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
+    work.mkdir(parents=True)
     for f in lib.driver_dir.glob("*.go"):
         shutil.copy(f, work / f.name)
     env = {**os.environ, "GOFLAGS": "-mod=mod"}
     _run(["go", "mod", "init", "amqpconformance/driver"], what, "Go (apt-get install golang)", cwd=work, env=env)
     _run(["go", "get", f"{lib.package}@v{lib.version}"], what, "Go", cwd=work, env=env)
-    _run(["go", "build", "-o", str(dest / "driver"), "."], what, "Go", cwd=work, env=env)
+    _run(["go", "build", "-o", str(build_dir(lib) / "driver"), "."], what, "Go", cwd=work, env=env)
 
 
 def command(lib: Library) -> tuple[list[str], dict, str | None]:
@@ -145,6 +157,6 @@ def command(lib: Library) -> tuple[list[str], dict, str | None]:
         return ["node", str(lib.driver_dir / "driver.js")], env, None
     if lib.registry == "maven":
         java = shutil.which("java") or "java"
-        cp = f"{dest / 'classes'}:{dest / 'lib' / '*'}"
+        cp = f"{build_dir(lib) / 'classes'}:{dest / 'lib' / '*'}"
         return [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "Driver"], env, None
-    return [str(dest / "driver")], env, None
+    return [str(build_dir(lib) / "driver")], env, None
