@@ -6,7 +6,8 @@ field rules of 2.7.4. It never does I/O and never sees clocks: frames in, violat
 Directions. "out" is a frame our peer sent, "in" one the broker sent; the transcript is the order our peer
 saw them in. Only the attribute names of `conformance.wire` performatives are read (duck typing), and the
 performative is recognised by its `NAME` ("flow", ...) or, failing that, its lower-cased class name.
-Sessions are matched by channel (a begin's remote-channel joins the two channels), links by attach name and
+Sessions are matched by channel (a begin's remote-channel joins the two channels; a begin answering one never
+observed starts a session that is not judged, its partner's state being unknown), links by attach name and
 direction (the two handles are independent), and a detach/end frees the handle/channel for reuse. 2.6.1: "Link
 names MUST uniquely identify the link amongst all links of the same direction between the two participating
 containers"; "the link can be globally identified by the (ordered) tuple (A,B,<name>)", A the container of the
@@ -416,7 +417,12 @@ class FlowOracle:
         remote = _int(getattr(body, "remote_channel", None))
         if remote is not None:
             s = self._by_channel[other].get(remote)
-            if s is not None and d in s.ep:
+            if s is None:
+                # it answers a begin never observed (sent before a capture started, or in a direction not
+                # captured): the session's windows and ids cannot be known, so it is not judged at all
+                self._by_channel[d].pop(channel, None)
+                return
+            if d in s.ep:
                 s = None
         if s is None:
             s = _Session()
