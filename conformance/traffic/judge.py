@@ -247,6 +247,7 @@ class ConnectionJudge:
         self._broken = False                # a decode error is held: nothing more is decoded
         self.skipped = False                # a side is TLS or not AMQP: nothing is judged
         self.closed_by: set = set()         # the sides whose AMQP close frame was seen
+        self._gap: str | None = None        # the side whose bytes the capture lost (nothing after is judged)
 
     @property
     def kind(self) -> str:
@@ -270,6 +271,10 @@ class ConnectionJudge:
     def feed(self, side: str, data: bytes, t: float | None = None) -> list[Finding]:
         """Bytes `side` sent, in the order the vantage point saw them; returns the findings judged now.
         Empty `data`: a packet of `side` without payload was captured (the side was captured)."""
+        if self.judging:                    # classified: the path of nearly every chunk
+            if not data or self.stopped is not None:
+                return []
+            return self._route(side, data, t)
         found: list[Finding] = []
         if not self.captured[side]:
             self.captured[side] = True
@@ -289,7 +294,7 @@ class ConnectionJudge:
 
     def _done(self) -> bool:
         return self._broken or self.skipped or self.stopped is not None or self.one_sided is not None or \
-            (self.finished and not self.judging)
+            self._gap is not None or (self.finished and not self.judging)
 
     def _route(self, side: str, data: bytes, t: float | None) -> list[Finding]:
         """Decode `side`'s bytes; judge them, or hold them while the connection is not classified."""
@@ -367,6 +372,8 @@ class ConnectionJudge:
                 found += self._decode_error(side, items)
                 break
             found += self.observe(side, items)
+        if self._gap is not None:
+            self._stop_at_gap()
         return found
 
     def finish(self) -> list[Finding]:
@@ -394,9 +401,17 @@ class ConnectionJudge:
                 return
 
     def gap(self, side: str) -> None:
-        """Bytes `side` sent were never captured: what follows cannot be judged (its state is unknown)."""
+        """Bytes `side` sent were never captured: what follows cannot be judged (its state is unknown); what
+        came before (held, if the connection was not classified yet) still is."""
+        if self.stopped is None and self._gap is None:
+            self._gap = side
+            if self.judging:
+                self._stop_at_gap()
+
+    def _stop_at_gap(self) -> None:
         if self.stopped is None:
-            self.stopped = f"bytes the {side} sent are missing from the capture; not judged after frame #{self.frames}"
+            self.stopped = (f"bytes the {self._gap} sent are missing from the capture; not judged after frame "
+                            f"#{self.frames}")
 
     def observe(self, side: str, items: list) -> list[Finding]:
         """Decoded protocol headers and frames `side` sent (what a proxy that decodes anyway hands in)."""

@@ -314,9 +314,9 @@ class Observer:
             return True
         if kind == ENDED:
             self.done.append(judge)
-            judge.ended(json.loads(data) if data else [])
-            for finding in judge.finish():
+            for finding in judge.finish():       # what was held is judged first: its close frames count
                 self.say(finding.line())
+            judge.ended(json.loads(data) if data else [])
             return True
         for finding in judge.feed(CLIENT if kind == DATA_CLIENT else SERVER, data, t):
             self.say(finding.line())
