@@ -122,6 +122,7 @@ def _execute(plan: Plan, console, stop: interrupts.Stop) -> Outcome:
             except KeyboardInterrupt:       # before pytest's session began or after it ended
                 status = pytest.ExitCode.INTERRUPTED
         interrupted = pipeline.interrupted or stop.signum is not None
+        late = interrupted and run.record_count() >= plan.scheduled      # every case had finished already
         if status == pytest.ExitCode.INTERRUPTED and not interrupted:
             raise RunBroken(f"pytest could not collect the cases ({_first_error(output.getvalue())}); "
                             "reinstall amqp-conformance (./dev setup)")
@@ -139,10 +140,15 @@ def _execute(plan: Plan, console, stop: interrupts.Stop) -> Outcome:
             raise RunBroken(f"{len(pipeline.records)} of {plan.scheduled} scheduled cases finished "
                             f"({_first_error(output.getvalue())}); pytest's output is in "
                             f"{run.path / 'pytest.log'}, the results so far beside it")
+        if late:
+            # the signal came while pytest wound down after the last case: the run is complete, and says so
+            interrupted = False
+            if console is not None:
+                console.note(f"{interrupts.name(stop.signum)} came after every case had finished: the run is complete")
         complete = run.finish(stopped=stop.reason if interrupted else
                               ("pytest stopped early (e.g. --maxfail)" if pipeline.stopped_early() else None))
         records = pipeline.records
-        if interrupted:
+        if interrupted or late:
             # the workers wrote records the controller had not been told of when it stopped: the console and
             # the exit code count what results.jsonl holds
             with contextlib.suppress(BadResults):

@@ -9,8 +9,9 @@ a run stopped by `kill PID`, a cancelled CI job or a closed terminal records wha
 stopped with the signal's name in run.json, records no broker death of its own making (the old behaviour:
 the nodes were stopped from the handler while workers still ran cases against them, and a worker's
 rabbitmqctl started an epmd again that nobody stopped), and exits 128 + the signal's number (SIGINT 130,
-SIGTERM 143, SIGHUP 129). Later signals, while the run winds down and its nodes stop, are noted on stderr and
-otherwise ignored (SIGKILL remains, and leaves the nodes for `brokers down`). SIGINT is taken even when the
+SIGTERM 143, SIGHUP 129); one that came after every case had finished leaves a complete run (the engine checks
+results.jsonl). Later signals, while the run winds down and its nodes stop, are noted on stderr and otherwise
+ignored (SIGKILL remains, and leaves the nodes for `brokers down`). SIGINT is taken even when the
 run was started with it ignored (a script's background job), as `observe` does, like tcpdump.
 
 A worker (`in_worker`) turns SIGTERM and SIGHUP into KeyboardInterrupt too, so a signal sent to the whole

@@ -179,3 +179,48 @@ def test_sigterm_while_the_brokers_start_stops_the_nodes_started_so_far(tmp_path
     assert "Traceback" not in out
     assert not any(pid_alive(n.pid) for n in nodes) and _epmds_of(nodes) == []
     assert not [n for n in NodeRecord.load_all() if n.owner_pid == proc.pid]
+
+
+def _reference_run(tmp_path, monkeypatch, at: str):
+    """A run of three cases on the reference broker in this process, SIGTERM sent to it by the pipeline at
+    `at`: "case" (once the second case finished) or "end" (pytest's session finishing, every case done)."""
+    from dataclasses import replace
+
+    from conformance.options import RunOptions
+    from conformance.run.engine import Pipeline, Plan, execute
+    from conformance.run.selection import select_cases
+    from conformance.selftest.handle import ReferenceBrokerHandle
+    handle = ReferenceBrokerHandle(name="ref")
+    if at == "end":
+        monkeypatch.setattr(Pipeline, "pytest_sessionfinish", lambda self, session: os.kill(os.getpid(), signal.SIGTERM))
+    else:
+        real = Pipeline.pytest_runtest_logreport
+
+        def logreport(self, report):
+            real(self, report)
+            if len(self.records) == 2 and report.when == "call":
+                os.kill(os.getpid(), signal.SIGTERM)
+        monkeypatch.setattr(Pipeline, "pytest_runtest_logreport", logreport)
+    options = replace(RunOptions(quiet_period=0.2), workers=0, reports_dir=tmp_path)
+    try:
+        return execute(Plan(select_cases(["2.6.8"]), [handle], options))
+    finally:
+        handle.stop()
+
+
+def test_sigterm_during_the_cases_stops_the_run_in_this_process_too(tmp_path, monkeypatch):
+    with pytest.raises(interrupts.Interrupted) as caught:
+        _reference_run(tmp_path, monkeypatch, "case")
+    assert caught.value.exit_code == 143 and "the 2 case(s) that finished are kept" in caught.value.message
+    [run] = (tmp_path / "runs").iterdir()
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["stopped"]["reason"] == "stopped by SIGTERM" and meta["finished_at"] is None
+
+
+def test_a_signal_after_every_case_finished_leaves_a_complete_run(tmp_path, monkeypatch):
+    """SIGTERM while pytest winds down after the last case: the run is complete (finished_at, no `stopped`),
+    and its exit code is its verdicts'."""
+    outcome = _reference_run(tmp_path, monkeypatch, "end")
+    meta = json.loads((outcome.run.path / "run.json").read_text())
+    assert outcome.complete and len(outcome.records) == 3
+    assert meta["finished_at"] and "stopped" not in meta
