@@ -55,10 +55,22 @@ def progress(message: str) -> None:
     print(f"[amqp-conformance] {message}", file=sys.stderr, flush=True)
 
 
+_HANDED_OUT: set[int] = set()
+_PORTS_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now, and never one this process handed out before: the nodes of a run start in
+    parallel and bind their ports seconds later (a JVM), so two of them must not be given the same number (the
+    second node then fails to bind its web or distribution port)."""
+    with _PORTS_LOCK:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _HANDED_OUT:
+                _HANDED_OUT.add(port)
+                return port
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:

@@ -216,3 +216,21 @@ def test_status_shows_an_epmd_no_node_uses_and_down_stops_it_but_never_a_used_on
         for p in (orphan, used, vm):
             p.kill()
             p.wait()
+
+
+def test_free_ports_handed_out_in_parallel_are_never_the_same():
+    """Nodes starting in parallel bind their ports seconds after they were chosen: this process never hands
+    out one port twice (two nodes given one port: the second cannot bind its web or distribution port)."""
+    got: list[int] = []
+    lock = threading.Lock()
+
+    def pick():
+        ports = [managed.free_port() for _ in range(150)]
+        with lock:
+            got.extend(ports)
+    threads = [threading.Thread(target=pick) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 1200 and len(set(got)) == 1200
