@@ -1,9 +1,9 @@
 """`amqp-conformance brokers list|up|down|status|provision`: managed brokers for people exploring by hand.
 
-`up` starts a node and leaves it running (its redacted URL is printed) until `down` stops it; `status` lists running nodes from the state files
-in the cache, and the epmd processes RabbitMQ nodes left behind (orphans); `down` stops nodes that `up` started
-and stale ones whose owning run is gone (never a node a live pytest run owns), and without names the orphans too;
-`provision` installs what the managed brokers need, once.
+`up` starts a node and leaves it running (its redacted URL is printed) until `down` stops it; `status` lists
+running nodes from the state files in the cache, and the epmd processes RabbitMQ nodes left behind (orphans);
+`down` stops nodes that `up` started and stale ones whose owning run is gone (never a node a live pytest run
+owns), and without names the orphans too; `provision` installs what the managed brokers need, once.
 """
 
 from __future__ import annotations

@@ -187,7 +187,8 @@ def orphan_epmds() -> list[tuple[int, int, str]]:
         with contextlib.suppress(OSError):
             comm = p.joinpath("comm").read_text().strip()
         node = env.get(b"RABBITMQ_NODENAME", b"").decode(errors="replace")
-        if comm == "epmd" and node.startswith("amqpc") and b"amqp-conformance-" in env.get(b"RABBITMQ_MNESIA_BASE", b""):
+        ours = node.startswith("amqpc") and b"amqp-conformance-" in env.get(b"RABBITMQ_MNESIA_BASE", b"")
+        if comm == "epmd" and ours:
             epmds.setdefault(int(port), []).append((int(p.name), node))
         elif comm != "epmd":
             users.add(int(port))

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .. import __version__
-from ..errors import (EXIT_INTERRUPTED, EXIT_MUST_FAILED, EXIT_OK, BadResults, CaptureEncrypted, CaptureOneSided, CaptureWithoutAmqp,
-                      ConformanceError, NotACapture, PermissionProblem)
+from ..errors import (EXIT_INTERRUPTED, EXIT_MUST_FAILED, EXIT_OK, BadResults, CaptureEncrypted, CaptureOneSided,
+                      CaptureWithoutAmqp, ConformanceError, NotACapture, PermissionProblem)
 from ..report.traffic import render_traffic_page, rows_from_findings
 from ..run.directory import atomic_write_text
 from .judge import CLIENT, SERVER, ConnectionJudge, Finding

@@ -76,8 +76,8 @@ def test_every_child_of_the_brokers_package_is_forked_under_the_lock():
     """No module of conformance/brokers forks a child but through `managed.popen` / `managed.run_command`
     (or holding SPAWN_LOCK): a new subprocess call elsewhere would bring the race back."""
     root = Path(managed.__file__).parent
-    allowed = {("managed.py", "popen"), ("cli.py", "stop_record"), ("handle.py", "_run"), ("diskfill.py", "mount_tmpfs"),
-               ("diskfill.py", "unmount")}
+    allowed = {("managed.py", "popen"), ("cli.py", "stop_record"), ("handle.py", "_run"),
+               ("diskfill.py", "mount_tmpfs"), ("diskfill.py", "unmount")}
     import ast
     found = []
     for path in sorted(root.glob("*.py")):
@@ -87,8 +87,8 @@ def test_every_child_of_the_brokers_package_is_forked_under_the_lock():
                 continue
             for call in ast.walk(func):
                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and \
-                        getattr(call.func.value, "id", None) == "subprocess" and call.func.attr in ("Popen", "run",
-                                                                                                      "call", "check_output"):
+                        getattr(call.func.value, "id", None) == "subprocess" and \
+                        call.func.attr in ("Popen", "run", "call", "check_output"):
                     found.append((path.name, func.name))
     assert set(found) <= allowed, sorted(set(found) - allowed)
 
@@ -143,7 +143,8 @@ def test_a_run_whose_only_broker_fails_to_start_is_one_line_and_exit_7(tmp_path,
     code = main(["run", "2.6.8", "--broker", "broken-start", "-n", "0", "--reports-dir", str(tmp_path)])
     _, err = capsys.readouterr()
     assert code == EXIT_BROKER_START_FAILED
-    assert err.count("\n") == 1 and err.startswith("error: broken-start did not start: OSError: [Errno 26] Text file busy")
+    assert err.count("\n") == 1
+    assert err.startswith("error: broken-start did not start: OSError: [Errno 26] Text file busy")
     assert not (tmp_path / "runs").exists()
 
 

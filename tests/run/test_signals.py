@@ -192,7 +192,8 @@ def _reference_run(tmp_path, monkeypatch, at: str):
     from conformance.selftest.handle import ReferenceBrokerHandle
     handle = ReferenceBrokerHandle(name="ref")
     if at == "end":
-        monkeypatch.setattr(Pipeline, "pytest_sessionfinish", lambda self, session: os.kill(os.getpid(), signal.SIGTERM))
+        monkeypatch.setattr(Pipeline, "pytest_sessionfinish",
+                            lambda self, session: os.kill(os.getpid(), signal.SIGTERM))
     else:
         real = Pipeline.pytest_runtest_logreport
 

@@ -66,7 +66,8 @@ def test_one_sided_connections_beside_judged_ones_are_listed_and_recorded(tmp_pa
     conns = [json.loads(x) for x in (run / "connections.jsonl").read_text().splitlines()]
     assert [bool(c["one_sided"]) for c in conns] == [False, True]
     assert json.loads((run / "run.json").read_text())["one_sided"] == [conns[1]["connection"]]
-    assert "one-sided" in (run / "report.md").read_text() and "one-sided, not judged" in (run / "report.html").read_text()
+    assert "one-sided" in (run / "report.md").read_text()
+    assert "one-sided, not judged" in (run / "report.html").read_text()
 
 
 def test_a_side_seen_only_by_its_acks_is_captured(tmp_path):
@@ -110,7 +111,8 @@ def test_each_non_amqp_stream_is_skipped_once_whatever_the_server_answered(tmp_p
     is no AMQP conversation: skipped, once. A client sending the AMQP header then garbage spoke AMQP: one
     decode-error finding, not skipped."""
     answer = AMQP_HEADER + encode_frame(Open(container_id="b"))
-    packets = (_stream(bytes(range(7, 200)), answer, 41001) + _stream(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", answer, 41002)
+    packets = (_stream(bytes(range(7, 200)), answer, 41001)
+               + _stream(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", answer, 41002)
                + _stream(AMQP_HEADER + b"\x00\x00\x00\x10\x02\xbb" + bytes(10), AMQP_HEADER, 41003))
     write_pcap(tmp_path / "hostile.pcap", packets)
     rc, out, _ = check(capsys, tmp_path / "hostile.pcap", reports=tmp_path / "r")
@@ -134,7 +136,8 @@ def test_a_directory_judges_every_capture_it_can_and_lists_the_others(tmp_path, 
     assert rc == errors.EXIT_MUST_FAILED, out
     not_judged = [x for x in out.splitlines() if x.startswith("not judged: ")]
     assert [re.search(r"\w-\w+\.pcap", x).group(0) for x in not_judged] == ["b-http.pcap", "c-junk.pcap", "d-half.pcap"]
-    assert "(exit 22 alone)" in not_judged[0] and "(exit 24 alone)" in not_judged[1] and "(exit 25 alone)" in not_judged[2]
+    assert ["(exit 22 alone)" in not_judged[0], "(exit 24 alone)" in not_judged[1],
+            "(exit 25 alone)" in not_judged[2]] == [True, True, True]
     assert "1 connection(s) judged" in out and RDC in out
     run = next((tmp_path / "r" / "traffic").iterdir())
     assert len(json.loads((run / "run.json").read_text())["not_judged"]) == 3
@@ -204,10 +207,11 @@ def test_ctrl_c_on_check_says_nothing_was_written(tmp_path):
     big = tmp_path / "big.pcap"
     write_pcap(big, publisher().packets())
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", "import sys, time; from conformance.cli import main; "
-                             "import conformance.traffic.check as c; real = c.judge_all; "
-                             "c.judge_all = lambda *a, **k: (print('judging', flush=True), time.sleep(30), real(*a, **k))[2]; "
-                             "sys.exit(main(sys.argv[1:]))", "check", str(big), "--reports-dir", str(tmp_path / "r")],
+    slow = ("import sys, time; from conformance.cli import main; import conformance.traffic.check as c; "
+            "real = c.judge_all; "
+            "c.judge_all = lambda *a, **k: (print('judging', flush=True), time.sleep(30), real(*a, **k))[2]; "
+            "sys.exit(main(sys.argv[1:]))")
+    proc = subprocess.Popen([sys.executable, "-c", slow, "check", str(big), "--reports-dir", str(tmp_path / "r")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert proc.stdout.readline().strip() == "judging"
     proc.send_signal(signal.SIGINT)
