@@ -16,7 +16,7 @@ import signal
 import subprocess
 import time
 
-from ..errors import UsageError
+from ..errors import EXIT_OK, EXIT_USAGE, UsageError
 from .managed import NodeRecord, logs_dir, pid_alive, progress
 
 NODE_NAME = re.compile(r"[a-z]+\d{2,5}")    # a node's name as `up` and `status` print it: artemis40321, amqpc5672
@@ -62,7 +62,7 @@ def cmd_brokers(args) -> int:
         return _status()
     if args.action == "down":
         return _down(names)
-    return 2
+    return EXIT_USAGE
 
 
 def _provision(names: list[str]) -> int:
@@ -81,7 +81,7 @@ def _provision(names: list[str]) -> int:
             failed = exc.exit_code
             continue
         print(f"{name}: {'provisioned in %.1f s' % seconds if seconds else 'already provisioned'}")
-    return EXIT_PROVISION_FAILED if failed else 0
+    return EXIT_PROVISION_FAILED if failed else EXIT_OK
 
 
 def _list(managed, default) -> int:
@@ -89,7 +89,7 @@ def _list(managed, default) -> int:
         state = "provisioned" if cls().provisioned() else "not provisioned"
         mark = " (default)" if name == default else ""
         print(f"{name:<20} {state:<16} {cls.description}{mark}")
-    return 0
+    return EXIT_OK
 
 
 def _up(names: list[str], port: int | None) -> int:
@@ -106,7 +106,7 @@ def _up(names: list[str], port: int | None) -> int:
         print(f"{name}: {handle.redacted_url}{account}  {handle.product} {handle.version}, ready in "
               f"{node.extra.get('ready_seconds')} s; node {node.name}: stop it with "
               f"`amqp-conformance brokers down {node.name}` (or every {name} node: `brokers down {name}`)")
-    return 0
+    return EXIT_OK
 
 
 def _owner(r: NodeRecord) -> str:
@@ -128,7 +128,7 @@ def _status() -> int:
         print(f"{'epmd':<15} {'-':<14} {'orphan':<8} pid {pid}, epmd port {port}, left by RabbitMQ node {node} "
               "(no running node uses it): `brokers down` stops it")
     print(f"logs of stopped nodes: {logs_dir()}")
-    return 0
+    return EXIT_OK
 
 
 def _orphans() -> list[tuple[int, int, str]]:
@@ -162,7 +162,7 @@ def _down(names: list[str]) -> int:
             stop_epmd(port)
     print(f"stopped {stopped} node(s)" + (f" and {len(orphans)} orphan epmd process(es)" if orphans else "")
           + (f"; {kept} owned by running test runs left alone" if kept else ""))
-    return 0
+    return EXIT_OK
 
 
 def _redacted(url: str) -> str:

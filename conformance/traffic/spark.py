@@ -137,7 +137,7 @@ def _judge_packed(batches):
         jsons: list = []
         for conn, blob in zip(pdf["conn"], pdf["blob"]):
             if conn == _ERROR:
-                kinds.append("error")
+                kinds.append("unreadable")
                 jsons.append(bytes(blob).decode())
                 continue
             if conn != state["conn"]:
@@ -253,7 +253,7 @@ def judge_on_spark(spark, paths, partitions: int | None = None) -> tuple[list[di
         else:
             spark.conf.set(batch, before)
     t2 = time.perf_counter()
-    errors = cut_errors + [json.loads(r["json"]) for r in out if r["kind"] == "error"]
+    errors = cut_errors + [json.loads(r["json"]) for r in out if r["kind"] == "unreadable"]
     summaries = [json.loads(r["json"]) for r in out if r["kind"] == "connection"]
     findings = [json.loads(r["json"]) for r in out if r["kind"] == "finding"]
     if errors and (len(files) == 1 or not summaries):
