@@ -109,9 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         except OSError:
             pass
         return EXIT_OK
-    except KeyboardInterrupt:
-        print("error: interrupted; results of the cases that finished are kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:    # a run says what it kept and its exit code (conformance/run/interrupts.py)
+        print(f"error: {getattr(exc, 'message', None) or 'interrupted; results of the cases that finished are kept'}",
+              file=sys.stderr)
+        return getattr(exc, "exit_code", EXIT_INTERRUPTED)
 
 
 if __name__ == "__main__":

@@ -23,11 +23,12 @@ EXIT_BAD_RESULTS = 12         # missing / corrupted results directory or file
 EXIT_SPARK_UNAVAILABLE = 13   # no Java, or the Spark master / Spark Connect server cannot be reached
 EXIT_CASE_ERROR = 14          # the run broke: a case ended in `error` (takes precedence over 1), or the engine did
 EXIT_NOT_AMQP = 15            # the target is not an AMQP 1.0 server: it answered our protocol header with other bytes
-# 21-24: `check` of capture files (conformance/traffic)
+# 21-25: `check` of capture files (conformance/traffic)
 EXIT_CAPTURE_TRUNCATED = 21   # a pcap / pcapng file cut short in the middle of a packet or block
 EXIT_CAPTURE_NO_AMQP = 22     # a capture without AMQP in it (e.g. HTTP traffic only)
 EXIT_CAPTURE_TLS = 23         # a capture whose AMQP is TLS-encrypted only: nothing can be judged
 EXIT_NOT_A_CAPTURE = 24       # a file that is neither pcap, pcapng nor a transcript
+EXIT_CAPTURE_ONE_SIDED = 25   # a capture holding one direction only of each of its AMQP connections
 EXIT_INTERRUPTED = 130
 
 
@@ -114,3 +115,7 @@ class CaptureEncrypted(ConformanceError):
 
 class NotACapture(ConformanceError):
     exit_code = EXIT_NOT_A_CAPTURE
+
+
+class CaptureOneSided(ConformanceError):
+    exit_code = EXIT_CAPTURE_ONE_SIDED

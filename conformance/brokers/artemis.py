@@ -32,7 +32,7 @@ from filelock import FileLock
 from ..errors import BrokerStartFailed, ProvisionFailed
 from . import diskfill
 from .jvm import JvmBroker, redacted_tools, cache_dir, fetch_artifact, java_command
-from .managed import NodeRecord, free_port, progress, run
+from .managed import NodeRecord, free_port, progress, run, write_executable_tree
 
 DATA_MB = 96                       # the tmpfs under the instance's journal and paging (journal files are 10 MB)
 BROKER_NAME = "amqp-conformance"   # the broker's name in its MBean names
@@ -147,22 +147,29 @@ class Artemis(JvmBroker):
                     shutil.rmtree(template, ignore_errors=True)
                     self._create(partial / "instance", partial / "data", TEMPLATE_HTTP_PORT, env, self.home)
                     moved = partial / "instance"
-                    for f in moved.rglob("*"):     # its own paths: the template's, not the .partial's
-                        if f.is_file() and f.parent.name in ("bin", "etc"):
-                            f.write_text(f.read_text().replace(str(partial), str(template)))
+
+                    def own_paths() -> None:     # its own paths: the template's, not the .partial's
+                        for f in moved.rglob("*"):
+                            if f.is_file() and f.parent.name in ("bin", "etc"):
+                                f.write_text(f.read_text().replace(str(partial), str(template)))
+                    write_executable_tree(own_paths)
                     os.replace(partial, template)
-        shutil.copytree(template / "instance", instance, symlinks=True)
         release_home = re.compile(re.escape(str(self.home)) + r"(?![\w.-])")     # not the template's own paths
-        for f in instance.rglob("*"):
-            if f.is_file() and f.parent.name in ("bin", "etc"):
-                text = f.read_text()
-                new = (text.replace(str(template / "instance"), str(instance))
-                       .replace(str(template / "data"), str(data))
-                       .replace(f"http://127.0.0.1:{TEMPLATE_HTTP_PORT}", f"http://127.0.0.1:{http_port}"))
-                if self.run_home is not None:
-                    new = release_home.sub(str(self.run_home).replace("\\", "\\\\"), new)
-                if new != text:
-                    f.write_text(new)
+
+        def node_copy() -> None:
+            # bin/artemis is copied, edited, then executed: written where no other thread forks (SPAWN_LOCK)
+            shutil.copytree(template / "instance", instance, symlinks=True)
+            for f in instance.rglob("*"):
+                if f.is_file() and f.parent.name in ("bin", "etc"):
+                    text = f.read_text()
+                    new = (text.replace(str(template / "instance"), str(instance))
+                           .replace(str(template / "data"), str(data))
+                           .replace(f"http://127.0.0.1:{TEMPLATE_HTTP_PORT}", f"http://127.0.0.1:{http_port}"))
+                    if self.run_home is not None:
+                        new = release_home.sub(str(self.run_home).replace("\\", "\\\\"), new)
+                    if new != text:
+                        f.write_text(new)
+        write_executable_tree(node_copy)
         data.mkdir(parents=True, exist_ok=True)
 
     def _configure(self, instance: Path, port: int) -> None:

@@ -1,14 +1,16 @@
 """`amqp-conformance brokers list|up|down|status|provision`: managed brokers for people exploring by hand.
 
-`up` starts a node and leaves it running (its redacted URL is printed) until `down` stops it; `status` lists running nodes from the state files
-in the cache; `down` stops nodes that `up` started and stale ones whose owning run is gone (never a node a
-live pytest run owns); `provision` installs what the managed brokers need, once.
+`up` starts a node and leaves it running (its redacted URL is printed) until `down` stops it; `status` lists
+running nodes from the state files in the cache, and the epmd processes RabbitMQ nodes left behind (orphans);
+`down` stops nodes that `up` started and stale ones whose owning run is gone (never a node a live pytest run
+owns), and without names the orphans too; `provision` installs what the managed brokers need, once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -16,6 +18,8 @@ import time
 
 from ..errors import EXIT_OK, EXIT_USAGE, UsageError
 from .managed import NodeRecord, logs_dir, pid_alive, progress
+
+NODE_NAME = re.compile(r"[a-z]+\d{2,5}")    # a node's name as `up` and `status` print it: artemis40321, amqpc5672
 
 
 def register(sub) -> None:
@@ -40,7 +44,7 @@ def cmd_brokers(args) -> int:
         names += series(args.series)                 # UsageError for an unknown series
     nodes = {r.name for r in NodeRecord.load_all()} if args.action == "down" else set()
     for n in names:
-        if n not in nodes:
+        if n not in nodes and not (args.action == "down" and NODE_NAME.fullmatch(n)):
             resolve(n)                               # UsageError (with a suggestion) for an unknown name
     port = getattr(args, "port", None)
     if port is not None and not (0 < port < 65536):
@@ -113,20 +117,36 @@ def _owner(r: NodeRecord) -> str:
 
 def _status() -> int:
     records = NodeRecord.load_all()
-    if not records:
+    orphans = _orphans()
+    if not records and not orphans:
         print("no managed broker is running")
     for r in records:
         alive = "running" if pid_alive(r.pid) else "dead"
         print(f"{r.kind:<15} {r.name:<14} {alive:<8} {_redacted(r.url):<36} up {time.time() - r.started_at:>6.0f} s  "
               f"owner: {_owner(r)}")
+    for pid, port, node in orphans:
+        print(f"{'epmd':<15} {'-':<14} {'orphan':<8} pid {pid}, epmd port {port}, left by RabbitMQ node {node} "
+              "(no running node uses it): `brokers down` stops it")
     print(f"logs of stopped nodes: {logs_dir()}")
     return EXIT_OK
 
 
+def _orphans() -> list[tuple[int, int, str]]:
+    """The epmd processes managed RabbitMQ nodes left behind (rabbitmq.orphan_epmds)."""
+    from .rabbitmq import orphan_epmds
+    return orphan_epmds()
+
+
 def _down(names: list[str]) -> int:
-    """Stop the nodes of these kinds or with these node names (all without names), never one a live run owns."""
+    """Stop the nodes of these kinds or with these node names (all without names), never one a live run owns;
+    without names, also the epmd processes nodes left behind. A node name no node has any more (stopped
+    already) is said, and the others are stopped all the same."""
     stopped, kept = 0, 0
-    for r in NodeRecord.load_all():
+    records = NodeRecord.load_all()
+    for n in names:
+        if not any(n in (r.kind, r.name) for r in records) and NODE_NAME.fullmatch(n):
+            print(f"{n}: no such node is running (stopped already?); nothing to stop for it")
+    for r in records:
         if names and r.kind not in names and r.name not in names:
             continue
         if r.owner_pid and pid_alive(r.owner_pid):
@@ -135,7 +155,13 @@ def _down(names: list[str]) -> int:
             continue
         stop_record(r)
         stopped += 1
-    print(f"stopped {stopped} node(s)" + (f"; {kept} owned by running test runs left alone" if kept else ""))
+    orphans = [] if names else _orphans()
+    if orphans:
+        from .rabbitmq import stop_epmd
+        for _pid, port, _node in orphans:
+            stop_epmd(port)
+    print(f"stopped {stopped} node(s)" + (f" and {len(orphans)} orphan epmd process(es)" if orphans else "")
+          + (f"; {kept} owned by running test runs left alone" if kept else ""))
     return EXIT_OK
 
 

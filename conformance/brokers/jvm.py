@@ -26,7 +26,7 @@ from xml.sax.saxutils import escape
 from ..errors import BrokerStartFailed, ProvisionFailed
 from ..peer import Peer, PeerError, Timeouts
 from . import diskfill
-from .managed import ManagedBroker, _without_password, cache_dir, port_open, progress
+from .managed import SPAWN_LOCK, ManagedBroker, _without_password, cache_dir, port_open, progress, run_command
 
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 
@@ -52,7 +52,7 @@ def _mvn(args: list[str], what: str, timeout: float = 1800) -> None:
                               "maven")
     argv = [mvn, "-B", "-q", f"-Dmaven.repo.local={maven_repo()}", *args]
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        proc = run_command(argv, timeout=timeout)
     except subprocess.TimeoutExpired:
         raise ProvisionFailed(f"{what}: Maven did not finish within {timeout:.0f} s") from None
     if proc.returncode != 0:
@@ -181,7 +181,8 @@ class JvmBroker(ManagedBroker):
 
     def _mount_store(self, path: Path, size_mb: int) -> bool:
         """Put the broker's store on a tmpfs of `size_mb` (unmounted when the node stops or fails)."""
-        self._tmpfs_dir = path if diskfill.mount_tmpfs(path, size_mb) else None
+        with SPAWN_LOCK:                      # diskfill forks `mount` itself (it also runs as a script)
+            self._tmpfs_dir = path if diskfill.mount_tmpfs(path, size_mb) else None
         return self._tmpfs_dir is not None
 
     def _extra_logs(self):
@@ -192,7 +193,8 @@ class JvmBroker(ManagedBroker):
 
     def _unmount(self) -> None:
         if self._tmpfs_dir is not None:
-            diskfill.unmount(self._tmpfs_dir)
+            with SPAWN_LOCK:
+                diskfill.unmount(self._tmpfs_dir)
             self._tmpfs_dir = None
 
     def _java_env(self, workdir: Path) -> dict:

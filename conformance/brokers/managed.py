@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -54,10 +55,22 @@ def progress(message: str) -> None:
     print(f"[amqp-conformance] {message}", file=sys.stderr, flush=True)
 
 
+_HANDED_OUT: set[int] = set()
+_PORTS_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now, and never one this process handed out before: the nodes of a run start in
+    parallel and bind their ports seconds later (a JVM), so two of them must not be given the same number (the
+    second node then fails to bind its web or distribution port)."""
+    with _PORTS_LOCK:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _HANDED_OUT:
+                _HANDED_OUT.add(port)
+                return port
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
@@ -67,13 +80,51 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
     return False
 
 
+# Brokers start in parallel threads (the run's `Brokers.start`). A child forked by one thread inherits every file
+# descriptor open at that moment until it execs; were one of them a file another thread is writing and then
+# executes (an Artemis node's bin/artemis, copied and edited for each node), that exec would fail with ETXTBSY
+# ("Text file busy"). So the process forks only while holding SPAWN_LOCK, and writes a file it may execute only
+# while holding it too: no fork ever sees such a file open for writing. Every child the brokers package starts
+# goes through `popen` or `run_command`.
+SPAWN_LOCK = threading.RLock()
+
+
+def popen(argv: list[str], **kwargs) -> subprocess.Popen:
+    """subprocess.Popen, its fork under SPAWN_LOCK (Popen returns once the child has exec'd)."""
+    with SPAWN_LOCK:
+        return subprocess.Popen(argv, **kwargs)
+
+
+def run_command(argv: list[str], *, timeout: float, env: dict | None = None, text: bool = True,
+                **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run(argv, capture_output=True, timeout=...), its fork under SPAWN_LOCK; raises as it does
+    (FileNotFoundError, subprocess.TimeoutExpired after killing the child)."""
+    proc = popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=text, env=env,
+                 **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def write_executable_tree(write) -> None:
+    """Run `write()` (it writes or copies files that will be executed) where no fork can happen (SPAWN_LOCK)."""
+    with SPAWN_LOCK:
+        write()
+
+
 def run(argv: list[str], *, timeout: float, what: str, env: dict | None = None, check: bool = True,
         error=ProvisionFailed) -> subprocess.CompletedProcess:
     """Run a command with a bound; a failure raises `error` with the command's last output lines."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
+        proc = run_command(argv, timeout=timeout, env=env)
     except FileNotFoundError:
         raise error(f"{what}: {argv[0]} is not installed; run `./dev setup all`") from None
+    except PermissionError as exc:
+        raise error(f"{what}: {argv[0]} cannot be run ({exc.strerror}); check its permissions") from None
     except subprocess.TimeoutExpired:
         raise error(f"{what}: `{' '.join(argv[:3])} ...` did not finish within {timeout:.0f} s") from None
     if check and proc.returncode != 0:
@@ -94,8 +145,8 @@ _apt_updated = False
 def apt_install(packages: list[str], what: str) -> None:
     """Install Debian packages that are missing (one `apt-get update` per process at most)."""
     global _apt_updated
-    missing = [p for p in packages if subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True,
-                                                     text=True).stdout.strip() != "install ok installed"]
+    missing = [p for p in packages if run_command(["dpkg-query", "-W", "-f=${Status}", p],
+                                                  timeout=60).stdout.strip() != "install ok installed"]
     if not missing:
         return
     require_root(what)
@@ -140,7 +191,10 @@ def debian_mirror(apt_dir: Path = Path("/etc/apt")) -> str:
 
 
 def port_free(port: int) -> bool:
+    """Whether a broker could listen on the port now. SO_REUSEADDR, as servers bind: the connections of a node
+    stopped a moment ago linger in TIME-WAIT for up to a minute and do not keep a new listener out."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except OSError:
@@ -348,10 +402,10 @@ class ManagedBroker(abc.ABC):
         for old in sorted(logs.glob("*.log"), key=lambda p: p.stat().st_mtime)[:-20]:
             old.unlink(missing_ok=True)
 
-    def _spawn(self, argv: list[str], env: dict, workdir: Path) -> subprocess.Popen:
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=env, cwd=str(workdir), start_new_session=True)
+    def _spawn(self, argv: list[str], env: dict, workdir: Path, **kwargs) -> subprocess.Popen:
+        with open(self.log_path, "ab") as log:
+            self.process = popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                 cwd=str(workdir), start_new_session=True, **kwargs)
         return self.process
 
     def wait_ready(self, check, what: str) -> None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 from ..errors import BrokerStartFailed
-from .managed import ManagedBroker, NodeRecord, apt_install, cache_dir, progress, run
+from .managed import ManagedBroker, NodeRecord, apt_install, cache_dir, progress, run, run_command
 
 EXAMPLES = Path("/usr/share/proton/examples/c")
 
@@ -28,8 +27,7 @@ class ProtonCBroker(ManagedBroker):
 
     @property
     def version(self) -> str:
-        out = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libqpid-proton11"], capture_output=True,
-                             text=True)
+        out = run_command(["dpkg-query", "-W", "-f=${Version}", "libqpid-proton11"], timeout=60)
         return out.stdout.strip() or "unknown"
 
     def provisioned(self) -> bool:

@@ -14,7 +14,6 @@ import socket
 import resource
 import shutil
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from ..errors import BrokerStartFailed, PermissionProblem, ProvisionFailed
 from ..peer import Peer, PeerError, Timeouts
 from .managed import (
     ManagedBroker, NodeRecord, pid_alive, apt_install, cache_dir, debian_mirror, free_port, port_open, progress,
-    require_root, run,
+    require_root, run, run_command,
 )
 
 RABBIT_BIN = "/usr/lib/rabbitmq/bin"
@@ -95,10 +94,7 @@ class RabbitMQBase(ManagedBroker):
         self.env = ctl_env
         self._rabbit_log = host_dir / "log" / "rabbit.log"
         progress(f"starting {self.kind} on 127.0.0.1:{port}")
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=spawn_env, cwd=str(workdir), start_new_session=True,
-                                        preexec_fn=_raise_nofile)
+        self._spawn(argv, spawn_env, workdir, preexec_fn=_raise_nofile)
         url = f"amqp://guest:guest@127.0.0.1:{port}"
         opened: dict = {}
         self.wait_ready(lambda: port_open(port) and _amqp_ready(url, opened), f"AMQP 1.0 open on port {port}")
@@ -129,29 +125,38 @@ class RabbitMQBase(ManagedBroker):
             ctl = self.tools.get("rabbitmqctl")
             if ctl:
                 with contextlib.suppress(Exception):
-                    subprocess.run([*ctl, "shutdown"], env=self.env, capture_output=True, timeout=30)
+                    run_command([*ctl, "shutdown"], env=self.env, timeout=30)
         stop_epmd(node.extra.get("epmd_port"))
 
     def _data_dirs(self, workdir: Path) -> tuple[Path, str]:
         return workdir / "node", str(workdir / "node")
 
 
-def stop_epmd(port: int | None, wait: float = 5.0) -> list[int]:
-    """End the node's own epmd: the `epmd -daemon` the Erlang VM starts on the node's own port (its
-    environment has ERL_EPMD_PORT=port), found in /proc. `epmd -kill` is not enough: it refuses while a node
-    is still registered and is never tried once the node is gone. An epmd on any other port (the system's on
-    4369, another node's) is never touched. Returns the pids it ended."""
+def _environ(pid: str) -> list[bytes]:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return []
+
+
+def node_strays(port: int | None) -> list[int]:
+    """The processes of a node's own Erlang distribution besides the node: its epmd (`epmd -daemon`, started by
+    the node's VM on the node's own port, ERL_EPMD_PORT=port in its environment) and any rabbitmqctl /
+    rabbitmq-diagnostics still running for it (their environment names the same port; one a pytest-xdist
+    worker started just before it was stopped would otherwise start that epmd again). Never an epmd on
+    another port (the system's on 4369, another node's)."""
     if not port or int(port) == 4369:
         return []
     mark = f"ERL_EPMD_PORT={int(port)}".encode()
-    ours = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            if proc.joinpath("comm").read_text().strip() == "epmd" and \
-                    mark in proc.joinpath("environ").read_bytes().split(b"\0"):
-                ours.append(int(proc.name))
+    me = os.getpid()
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and int(p.name) != me
+            and mark in _environ(p.name)]
+
+
+def stop_epmd(port: int | None, wait: float = 5.0) -> list[int]:
+    """End the node's own epmd and the Erlang tools still running for it (`node_strays`): SIGTERM, then
+    SIGKILL after `wait`. `epmd -kill` is not enough: it refuses while a node is still registered and is never
+    tried once the node is gone. Returns the pids it ended."""
+    ours = node_strays(port)
     for pid in ours:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGTERM)
@@ -163,6 +168,31 @@ def stop_epmd(port: int | None, wait: float = 5.0) -> list[int]:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
     return ours
+
+
+def orphan_epmds() -> list[tuple[int, int, str]]:
+    """(pid, epmd port, node) of every epmd a managed node of this suite left behind: its environment is a
+    managed node's (RABBITMQ_NODENAME amqpc<port>@localhost, a work directory of ours) and no other process
+    names its port any more (no node's VM, starting or running, and no rabbitmqctl for it)."""
+    epmds: dict[int, list] = {}
+    users: set[int] = set()
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        env = dict(item.split(b"=", 1) for item in _environ(p.name) if b"=" in item)
+        port = env.get(b"ERL_EPMD_PORT", b"")
+        if not port.isdigit() or int(port) == 4369:
+            continue
+        comm = ""
+        with contextlib.suppress(OSError):
+            comm = p.joinpath("comm").read_text().strip()
+        node = env.get(b"RABBITMQ_NODENAME", b"").decode(errors="replace")
+        ours = node.startswith("amqpc") and b"amqp-conformance-" in env.get(b"RABBITMQ_MNESIA_BASE", b"")
+        if comm == "epmd" and ours:
+            epmds.setdefault(int(port), []).append((int(p.name), node))
+        elif comm != "epmd":
+            users.add(int(port))
+    return [(pid, port, node) for port, found in epmds.items() if port not in users for pid, node in found]
 
 
 def _amqp_ready(url: str, opened: dict) -> bool:
@@ -341,7 +371,7 @@ class ChrootRabbitMQ(RabbitMQBase):
                     shutil.rmtree(node_dir, ignore_errors=True)
             if not in_use and (self.root / "proc/self").exists():
                 with contextlib.suppress(Exception):
-                    subprocess.run(["umount", "-l", str(self.root / "proc")], capture_output=True, timeout=10)
+                    run_command(["umount", "-l", str(self.root / "proc")], timeout=10)
 
 
 class RabbitMQ40(ChrootRabbitMQ):

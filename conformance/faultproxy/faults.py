@@ -217,7 +217,7 @@ class TransferBeyondCredit(Mutation):
             return Out(to_peer=[frame])
         sd = self._sdata(s)
         if isinstance(body, Attach) and link is None:
-            named = s.link_by_name(body.name)
+            named = s.link_by_name(body.name, not bool(body.role))     # the peer's end of this link
             if named is not None and named.is_receiver:
                 ld = self._ldata(named)
                 ld["dc_p"] = _uint(body.initial_delivery_count)

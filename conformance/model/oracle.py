@@ -6,8 +6,14 @@ field rules of 2.7.4. It never does I/O and never sees clocks: frames in, violat
 Directions. "out" is a frame our peer sent, "in" one the broker sent; the transcript is the order our peer
 saw them in. Only the attribute names of `conformance.wire` performatives are read (duck typing), and the
 performative is recognised by its `NAME` ("flow", ...) or, failing that, its lower-cased class name.
-Sessions are matched by channel (a begin's remote-channel joins the two channels), links by attach name
-(the two handles are independent), and a detach/end frees the handle/channel for reuse.
+Sessions are matched by channel (a begin's remote-channel joins the two channels; a begin answering one never
+observed starts a session that is not judged, its partner's state being unknown), links by attach name and
+direction (the two handles are independent), and a detach/end frees the handle/channel for reuse. 2.6.1: "Link
+names MUST uniquely identify the link amongst all links of the same direction between the two participating
+containers"; "the link can be globally identified by the (ordered) tuple (A,B,<name>)", A the container of the
+source, B of the target. So a sender and a receiver may share a name (python-qpid-proton's Container names both
+links to one address alike): an attach joins the link of its name whose sender is the same side (role sender:
+the side that sent it; role receiver: the other side), never the other direction's.
 
 Who is judged. `FlowOracle(judge="in")` (default) reports the broker's violations; "out" our peer's, "both"
 both. Every rule is symmetric; only what each side could have seen differs (next paragraph).
@@ -170,7 +176,7 @@ class _Session:
     ep: dict = field(default_factory=dict)               # direction -> SessionEndpoint of that side
     grants: dict = field(default_factory=lambda: {IN: [], OUT: []})   # incoming transfer-id limits per side
     proven_out: int = -1                                 # our latest session frame the broker processed
-    links: dict = field(default_factory=dict)            # attach name -> _Link
+    links: dict = field(default_factory=dict)            # (attach name, sending side) -> _Link
     by_handle: dict = field(default_factory=lambda: {IN: {}, OUT: {}})
     echo_asked: dict = field(default_factory=lambda: {IN: False, OUT: False})   # side asked to echo
     shown_next_incoming: dict = field(default_factory=lambda: {IN: None, OUT: None})
@@ -411,7 +417,12 @@ class FlowOracle:
         remote = _int(getattr(body, "remote_channel", None))
         if remote is not None:
             s = self._by_channel[other].get(remote)
-            if s is not None and d in s.ep:
+            if s is None:
+                # it answers a begin never observed (sent before a capture started, or in a direction not
+                # captured): the session's windows and ids cannot be known, so it is not judged at all
+                self._by_channel[d].pop(channel, None)
+                return
+            if d in s.ep:
                 s = None
         if s is None:
             s = _Session()
@@ -439,17 +450,17 @@ class FlowOracle:
         if s is None:
             return
         name = body.name
-        link = s.links.get(name)
+        is_sender = not bool(body.role)
+        sender = d if is_sender else _other(d)
+        key = (name, sender)                    # 2.6.1: a link is its name and its direction
+        link = s.links.get(key)
         if link is None or d in link.handles:
-            link = _Link(name)
-            s.links[name] = link
+            link = _Link(name, sender=sender)
+            s.links[key] = link
         handle = int(body.handle)
         link.handles[d] = handle
         link.attach_index[d] = self.frame_index
         s.by_handle[d][handle] = link
-        is_sender = not bool(body.role)
-        if link.sender is None:
-            link.sender = d if is_sender else _other(d)
         if is_sender and link.sender == d and link.snd is None:
             initial = _int(getattr(body, "initial_delivery_count", None))
             if initial is None:
@@ -475,8 +486,8 @@ class FlowOracle:
         if link is None:
             return
         link.handles.pop(d, None)
-        if not link.handles and s.links.get(link.name) is link:
-            del s.links[link.name]
+        if not link.handles and s.links.get((link.name, link.sender)) is link:
+            del s.links[(link.name, link.sender)]
 
     # -- transfer --------------------------------------------------------------------------------------
 

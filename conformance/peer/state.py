@@ -71,7 +71,8 @@ class SessionState:
     ended_by_us: bool = False
     links: dict[int, LinkState] = field(default_factory=dict)          # by our handle
     remote_links: dict[int, LinkState] = field(default_factory=dict)   # by the other side's handle
-    pending_remote_attaches: dict[str, tuple[int, Attach]] = field(default_factory=dict)  # by name
+    # by (name, the other side's role): a sender and a receiver may share a name (2.6.1)
+    pending_remote_attaches: dict[tuple, tuple[int, Attach]] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)   # free for a user of the bookkeeping (the fault-injecting proxy's faults)
 
     @property
@@ -85,9 +86,11 @@ class SessionState:
         return {"next_incoming_id": self.next_incoming_id, "incoming_window": self.incoming_window,
                 "next_outgoing_id": self.next_outgoing_id, "outgoing_window": self.outgoing_window}
 
-    def link_by_name(self, name) -> LinkState | None:
+    def link_by_name(self, name, is_receiver: bool | None = None) -> LinkState | None:
+        """Our link of that name (2.6.1: a name identifies a link per direction, so with `is_receiver` only
+        the one where we have that role: a sender and a receiver may share a name)."""
         for link in self.links.values():
-            if link.name == name:
+            if link.name == name and (is_receiver is None or link.is_receiver == is_receiver):
                 return link
         return None
 
@@ -151,7 +154,7 @@ class PeerState:
 
     def _our_attach(self, s: SessionState, body: Attach) -> None:
         handle = _int(body.handle)
-        link = s.link_by_name(body.name)
+        link = s.link_by_name(body.name, bool(body.role))
         if link is None:
             link = LinkState(body.name, handle, bool(body.role))
         link.handle = handle
@@ -162,7 +165,7 @@ class PeerState:
             if count is not None:
                 link.initial_delivery_count = count
                 link.delivery_count = count
-        pending = s.pending_remote_attaches.pop(body.name, None)
+        pending = s.pending_remote_attaches.pop((body.name, not link.is_receiver), None)
         if pending is not None:                     # answering the other side's attach (server role)
             self._apply_remote_attach(s, link, *pending)
 
@@ -229,10 +232,10 @@ class PeerState:
             return
         if isinstance(body, Attach):
             handle = _int(body.handle)
-            link = s.link_by_name(body.name)
+            link = s.link_by_name(body.name, not bool(body.role))      # theirs is the other end of ours
             if link is None:
                 if handle is not None:
-                    s.pending_remote_attaches[body.name] = (handle, body)
+                    s.pending_remote_attaches[(body.name, bool(body.role))] = (handle, body)
                 return
             if handle is not None:
                 self._apply_remote_attach(s, link, handle, body)

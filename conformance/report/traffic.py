@@ -71,7 +71,9 @@ def render_traffic_page(title: str, rows: list[dict], connections: list[dict]) -
     conns = "".join(
         f"<tr><td>{esc(c['connection'])}</td><td>{esc(_who(c.get('client') or {}))}</td>"
         f"<td>{esc(_who(c.get('server') or {}))}</td><td>{c.get('frames', 0)}</td><td>{c.get('findings', 0)}</td>"
-        f"<td>{'mid-stream' if c.get('mid_stream') else ''} {esc(c.get('stopped') or '')}</td></tr>" for c in connections)
+        f"<td>{'mid-stream' if c.get('mid_stream') else ''} {esc(c.get('stopped') or '')}"
+        f"{esc('one-sided, not judged: ' + c['one_sided']) if c.get('one_sided') else ''}</td></tr>"
+        for c in connections)
     section = render_traffic_html({"traffic": rows}) or '<section id="traffic"><h2>Judged traffic</h2><p>No findings.</p></section>'
     style = ("body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
              "td,th{border:1px solid #bbb;padding:4px 8px;text-align:left}th{background:#e8eef7}"

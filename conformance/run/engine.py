@@ -33,10 +33,11 @@ from pathlib import Path
 
 import pytest
 
-from ..errors import ConformanceError, RunBroken, UsageError
+from ..errors import BadResults, ConformanceError, RunBroken, UsageError
 from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
 from .directory import RunDirectory
 from ..options import RunOptions
+from . import interrupts
 from ..results import RESULTS_FILE, parse_line, read_records, record_line
 from .items import CASES_NODEID, PIPELINE, SUITE_DIR, CaseItem
 from .targets import Brokers, Target
@@ -84,8 +85,14 @@ class Outcome:
 def execute(plan: Plan, console=None) -> Outcome:
     """Run `plan`: start the brokers, run every case on every target, record and report each result; stop the
     brokers. Raises ConformanceError for what stops a run before it starts (its exit code says what),
-    RunBroken (exit 14) when pytest cannot run the cases, KeyboardInterrupt after a Ctrl-C (the finished
-    cases are kept and shown)."""
+    RunBroken (exit 14) when pytest cannot run the cases, `interrupts.Interrupted` (a KeyboardInterrupt) after
+    Ctrl-C, SIGTERM or SIGHUP (the finished cases are kept and shown, the run marked stopped, its brokers
+    stopped once no case runs any more: conformance/run/interrupts.py)."""
+    with interrupts.Stop() as stop:
+        return _execute(plan, console, stop)
+
+
+def _execute(plan: Plan, console, stop: interrupts.Stop) -> Outcome:
     if not plan.cases:
         raise UsageError("no case is selected; run `amqp-conformance list --cases` to see them")
     targets = plan.resolved_targets()
@@ -93,8 +100,12 @@ def execute(plan: Plan, console=None) -> Outcome:
     from .. import brokers as _brokers
     if not options.in_process and not all(isinstance(b, _brokers.BrokerSpec) for b in plan.brokers):
         options = RunOptions(**{**options.to_json(), "workers": 0})    # a handle in this process: no workers
-    started = Brokers.start(plan.brokers, options, say=console.note if console is not None else None,
-                            own_node_cases=plan.cases if plan.targets is None else ())
+    try:
+        with stop.armed():
+            started = Brokers.start(plan.brokers, options, say=console.note if console is not None else None,
+                                    own_node_cases=plan.cases if plan.targets is None else ())
+    except KeyboardInterrupt:                   # Brokers.start stopped the nodes it had started
+        raise stop.error() from None
     try:
         run = RunDirectory.create(options.reports_dir, plan.run_id, brokers=started.identities(),
                                   options={**options.to_json(), **plan.selection}, scheduled=plan.scheduled,
@@ -105,8 +116,13 @@ def execute(plan: Plan, console=None) -> Outcome:
             console.begin(plan.scheduled, run.path, cases=len(plan.cases), targets=[t.label for t in targets])
         output = io.StringIO()
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            status = pytest.main(_argv(plan, options, run), plugins=[pipeline])
-        interrupted = pipeline.interrupted
+            try:
+                with stop.armed():
+                    status = pytest.main(_argv(plan, options, run), plugins=[pipeline])
+            except KeyboardInterrupt:       # before pytest's session began or after it ended
+                status = pytest.ExitCode.INTERRUPTED
+        interrupted = pipeline.interrupted or stop.signum is not None
+        late = interrupted and run.record_count() >= plan.scheduled      # every case had finished already
         if status == pytest.ExitCode.INTERRUPTED and not interrupted:
             raise RunBroken(f"pytest could not collect the cases ({_first_error(output.getvalue())}); "
                             "reinstall amqp-conformance (./dev setup)")
@@ -124,14 +140,27 @@ def execute(plan: Plan, console=None) -> Outcome:
             raise RunBroken(f"{len(pipeline.records)} of {plan.scheduled} scheduled cases finished "
                             f"({_first_error(output.getvalue())}); pytest's output is in "
                             f"{run.path / 'pytest.log'}, the results so far beside it")
-        complete = run.finish(stopped="interrupted (Ctrl-C)" if interrupted else
+        if late:
+            # the signal came while pytest wound down after the last case: the run is complete, and says so
+            interrupted = False
+            if console is not None:
+                console.note(f"{interrupts.name(stop.signum)} came after every case had finished: the run is complete")
+        complete = run.finish(stopped=stop.reason if interrupted else
                               ("pytest stopped early (e.g. --maxfail)" if pipeline.stopped_early() else None))
-        run.update_meta(brokers=_identities_from(pipeline.records, started.identities()))
-        outcome = Outcome(run, pipeline.records, complete)
+        records = pipeline.records
+        if interrupted or late:
+            # the workers wrote records the controller had not been told of when it stopped: the console and
+            # the exit code count what results.jsonl holds
+            with contextlib.suppress(BadResults):
+                kept = run.records()
+                if len(kept) > len(records):
+                    records = kept
+        run.update_meta(brokers=_identities_from(records, started.identities()))
+        outcome = Outcome(run, records, complete)
         if console is not None:
             console.end(outcome, interrupted=interrupted)
         if interrupted:
-            raise KeyboardInterrupt
+            raise stop.error(len(records), run.path)
         return outcome
     finally:
         started.close()
@@ -248,8 +277,14 @@ class Pipeline:
         """Run one case on the target `label`: the result, recorded (results.jsonl, transcripts) and kept for
         the test report. This is the only place a case is run."""
         from ..casekit.executor import run_case
-        broker = self.brokers.handle(self.targets[label])
-        own = self.brokers.for_case(broker, case)      # alarm and queue-limit cases: the node of their own
+        from ..errors import BrokerStartFailed
+        try:
+            broker = self.brokers.handle(self.targets[label])
+            own = self.brokers.for_case(broker, case)  # alarm and queue-limit cases: the node of their own
+        except BrokerStartFailed as exc:               # its node did not start (targets.Brokers.start)
+            result = _error_result(case, label, f"the broker did not start: {exc.message}")
+            self._keep(result)
+            return result
         self.brokers.bound(own)
         result = run_case(case, own, self.options)
         if own is not broker:
@@ -276,6 +311,8 @@ class Pipeline:
     def pytest_configure(self, config) -> None:
         config.stash[PIPELINE] = self
         self._worker = hasattr(config, "workerinput")
+        if self._worker:
+            interrupts.in_worker()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node) -> None:       # pytest-xdist controller: what a worker needs
@@ -326,13 +363,9 @@ class Pipeline:
     def _broken(self, item, report) -> dict | None:
         """An error record for a pair whose test broke outside the case (e.g. its broker could not be
         attached in this worker), so that every scheduled pair has a record."""
-        from ..results import CaseResult
-        from ..verdict import Verdict
         case, label = item.case, item.label
         reason = (report.longreprtext.strip().splitlines() or ["no message"])[-1]
-        result = CaseResult(case.id, case.title, case.section, case.level, list(case.requirements),
-                            Verdict.ERROR, f"the case could not run ({report.when}): {reason[:300]}", label)
-        self._keep(result)
+        self._keep(_error_result(case, label, f"the case could not run ({report.when}): {reason[:300]}"))
         return self._current
 
     def pytest_runtest_logreport(self, report) -> None:
@@ -360,6 +393,13 @@ class Pipeline:
     def stopped_early(self) -> bool:
         session = self._session
         return bool(session is not None and (session.shouldstop or session.shouldfail))
+
+
+def _error_result(case, label: str, reason: str):
+    from ..results import CaseResult
+    from ..verdict import Verdict
+    return CaseResult(case.id, case.title, case.section, case.level, list(case.requirements), Verdict.ERROR,
+                      reason, label)
 
 
 def run_order(items: list, own_node, expected) -> list:

@@ -97,6 +97,7 @@ class Brokers:
         self.start_seconds: dict[str, float] = {}  # controller: how long each node took to start
         self._wrapped: dict[str, object] = {}
         self._credentials: str | None = None      # controller: the 0600 file the workers read credentials from
+        self.failed: dict[str, str] = {}          # name -> why its managed node did not start (one line)
         self.answer_timeout: float | None = None  # the run's --frame-timeout: bounds housekeeping answers too
 
     # -- controller ---------------------------------------------------------------------------------------
@@ -106,8 +107,11 @@ class Brokers:
               own_node_cases: Iterable = ()) -> "Brokers":
         """Start or check every broker (BrokerSpecs) and take the given handles as they are. A managed broker
         whose profile has the hooks of one of `own_node_cases` (alarms, queue limits) gets a second throwaway
-        node of its own for those cases; all nodes start in parallel. On any failure the nodes already
-        started are stopped and the error (a ConformanceError with its exit code) raised."""
+        node of its own for those cases; all nodes start in parallel. A broker by URL that fails its check
+        stops the run before it starts (the nodes already started are stopped, the error raised with its exit
+        code); so does a managed node that fails to start when no broker could start. Otherwise a managed node
+        that failed is that broker's (or its own-node cases') `error`, its reason one line (`failed`), and the
+        others run: one broker's failed start never takes a matrix down."""
         from .. import brokers
         self = cls()
         sources = list(sources)
@@ -120,16 +124,40 @@ class Brokers:
             for source in sources:
                 if not isinstance(source, brokers.BrokerSpec):         # a handle running in this process
                     self.handles[_name_of(source)] = source
-            with ThreadPoolExecutor(max_workers=max(1, len(jobs))) as pool:
-                futures = [pool.submit(_timed_start, spec, options) for spec, _ in jobs]
-                done = [f.exception() or f.result() for f in futures]          # every start ends before we go on
+            pool = ThreadPoolExecutor(max_workers=max(1, len(jobs)))
+            futures = [pool.submit(_timed_start, spec, options) for spec, _ in jobs]
+            try:
+                done = [f.exception() or f.result() for f in futures]
+            finally:
+                # every start ends before we go on, also when a signal cut the wait short: a node that came up
+                # meanwhile is then one of ours to stop (below, or by the caller's close)
+                pool.shutdown(wait=True)
+                for f in futures:
+                    if f.exception() is None and f.result()[0].managed is not None:
+                        self._started.append(f.result()[0])
+            failures = {}
             for (spec, second), outcome in zip(jobs, done):
-                if not isinstance(outcome, BaseException) and outcome[0].managed is not None:
-                    self._started.append(outcome[0])
-            failed = next((o for o in done if isinstance(o, BaseException)), None)
-            if failed is not None:
-                raise failed
-            for (spec, second), (handle, seconds) in zip(jobs, done):
+                if isinstance(outcome, BaseException):
+                    if not isinstance(outcome, Exception) or spec.url is not None:
+                        raise outcome                     # an interrupt; a URL broker: before anything runs
+                    failures[(spec.name, second)] = _start_error(spec, outcome)
+            if failures and not self.handles and all((s.name, False) in failures for s in specs):
+                raise next(iter(failures.values()))      # no broker at all: the first one's error, its exit code
+            jobs_ok = []
+            for (spec, second), outcome in zip(jobs, done):
+                failure = failures.get((spec.name, second))
+                if failure is None:
+                    jobs_ok.append(((spec, second), outcome))
+                elif not second:
+                    self.failed[spec.name] = failure.message
+                    self.specs[spec.name] = spec
+                    self.records[spec.name] = {"name": spec.name, "url": None, "profile": spec.profile,
+                                               "managed": True, "failed": failure.message}
+                if failure is not None and say is not None:
+                    role = " (the node of its own for alarm and queue-limit cases)" if second else ""
+                    cases = "its alarm and queue-limit cases" if second else "its cases"
+                    say(f"broker {spec.name}{role}: did not start ({failure.message}); {cases} are `error`")
+            for (spec, second), (handle, seconds) in jobs_ok:
                 if second:
                     self.own_nodes[spec.name] = handle
                     self.records[spec.name]["own_node"] = brokers.describe(handle, spec)
@@ -138,7 +166,10 @@ class Brokers:
                 self.specs[spec.name] = spec
                 self.records[spec.name] = brokers.describe(handle, spec)
                 self.start_seconds[spec.name] = round(seconds, 2)
-            for (spec, second), (handle, seconds) in zip(jobs, done):
+            for (spec, second), failure in failures.items():
+                if second and spec.name in self.records:
+                    self.records[spec.name]["own_node_failed"] = failure.message
+            for (spec, second), (handle, seconds) in jobs_ok:
                 if second:
                     self.start_seconds[spec.name + " (own node)"] = round(seconds, 2)
                 if say is not None:
@@ -179,6 +210,9 @@ class Brokers:
         if handle is None:
             from .. import brokers
             record = self.records[name]
+            if record.get("failed"):
+                from ..errors import BrokerStartFailed
+                raise BrokerStartFailed(record["failed"])
             spec = brokers.BrokerSpec(name, record["url"] if not record["managed"] else None, record["profile"])
             handle = self.handles[name] = brokers.attach(spec, record)
             self.bound(handle)
@@ -193,6 +227,9 @@ class Brokers:
     def own_node(self, name: str):
         """The handle of broker `name`'s second node (own-node cases), or None when the run has none."""
         handle = self.own_nodes.get(name)
+        if handle is None and self.records.get(name, {}).get("own_node_failed"):
+            from ..errors import BrokerStartFailed
+            raise BrokerStartFailed(self.records[name]["own_node_failed"])
         if handle is None and "own_node" in self.records.get(name, {}):
             from .. import brokers
             record = self.records[name]["own_node"]
@@ -243,6 +280,12 @@ class Brokers:
             if second is not None:
                 out[name]["own_node"] = {"url": second.redacted_url,
                                          "start_s": self.start_seconds.get(name + " (own node)")}
+            elif self.records.get(name, {}).get("own_node_failed"):
+                out[name]["own_node"] = {"start_error": self.records[name]["own_node_failed"]}
+        for name, why in self.failed.items():
+            spec = self.specs.get(name)
+            out[name] = {"url": None, "profile": spec.profile if spec is not None else None, "product": None,
+                         "version": None, "start_error": why}
         return out
 
     def close(self) -> None:
@@ -273,6 +316,15 @@ def _wants_own_node(spec, cases) -> bool:
     from ..casekit.spec import has_need
     profile = brokers.load_profile(spec.profile)
     return any(getattr(c, "own_node", False) and all(has_need(profile, h) for h in c.needs) for c in cases)
+
+
+def _start_error(spec, exc: Exception):
+    """A failed start as a ConformanceError with one line (what is not one already: an OSError, say)."""
+    from ..errors import BrokerStartFailed, ConformanceError
+    if isinstance(exc, ConformanceError):
+        return exc
+    text = " ".join(str(exc).split()) or "no message"
+    return BrokerStartFailed(f"{spec.name} did not start: {type(exc).__name__}: {text}")
 
 
 def _timed_start(spec, options: RunOptions):

@@ -20,14 +20,16 @@ import datetime as _dt
 import json
 import os
 import re
+import shutil
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from .. import __version__
-from ..errors import (EXIT_MUST_FAILED, EXIT_OK, BadResults, CaptureEncrypted, CaptureWithoutAmqp,
-                      NotACapture)
+from ..errors import (EXIT_INTERRUPTED, EXIT_MUST_FAILED, EXIT_OK, BadResults, CaptureEncrypted, CaptureOneSided,
+                      CaptureWithoutAmqp, ConformanceError, NotACapture, PermissionProblem)
 from ..report.traffic import render_traffic_page, rows_from_findings
 from ..results import atomic_write_text
 from .judge import CLIENT, DECODE_LEVEL, SERVER, ConnectionJudge, Finding
@@ -38,13 +40,20 @@ CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
 
 @dataclass
 class CheckResult:
-    connections: list[ConnectionJudge] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    connections: list[ConnectionJudge] = field(default_factory=list)    # judged (AMQP, both sides captured)
+    skipped: list[str] = field(default_factory=list)         # "skipped NAME: why" per TLS / non-AMQP stream
     inputs: list[str] = field(default_factory=list)
+    one_sided: list[ConnectionJudge] = field(default_factory=list)      # AMQP, one side not captured: not judged
+    unjudged: list[str] = field(default_factory=list)        # "not judged FILE: why" per input that could not be
 
     @property
     def findings(self) -> list[Finding]:
         return [f for c in self.connections for f in c.findings]
+
+    def notes(self) -> list[str]:
+        """What was not judged and why, one line each (console, run.json, report.md)."""
+        return (self.unjudged + self.skipped
+                + [f"one-sided {c.name}: {c.one_sided}" for c in self.one_sided])
 
     def exit_code(self) -> int:
         return EXIT_MUST_FAILED if any(f.level in ("MUST", DECODE_LEVEL) for f in self.findings) else EXIT_OK
@@ -92,8 +101,7 @@ def set_label(group: list[Path]) -> str:
 
 
 def is_transcript(path: Path) -> bool:
-    with open(path, "rb") as fh:
-        head = fh.read(64).lstrip()
+    head = read_input(path, 64).lstrip()
     return head[:1] in (b"{", b"[")
 
 
@@ -120,6 +128,12 @@ class CaptureJudge:
         for finding in judge.feed(seg.side, seg.data, seg.t):
             self.say(finding.line())
 
+    def finish(self) -> None:
+        """The capture ended: every connection's held bytes judged (or, one-sided, dropped)."""
+        for judge in self.connections:
+            for finding in judge.finish():
+                self.say(finding.line())
+
 
 def judge_capture(path: Path | list[Path], say: Callable[[str], None] = lambda s: None) -> CheckResult:
     """Every TCP connection of one capture (a file, or a ring buffer's files in order), judged; a line said
@@ -129,43 +143,70 @@ def judge_capture(path: Path | list[Path], say: Callable[[str], None] = lambda s
     judge = CaptureJudge(set_label(group), say)
     for seg in streams(group):
         judge.segment(seg)
+    judge.finish()
     result.connections = judge.connections
     return _sorted_out(result, group[0], say)
 
 
-def _sorted_out(result: CheckResult, path: Path, say) -> CheckResult:
-    amqp = [c for c in result.connections if c.kind == "amqp"]
-    for c in result.connections:
-        if c.kind == "tls":
+def sort_out(connections: list[ConnectionJudge], result: CheckResult) -> None:
+    """Judged connections into `result.connections`, a line per TLS / non-AMQP one into `result.skipped`,
+    one-sided AMQP ones into `result.one_sided` (the same for a capture, a transcript and `observe`)."""
+    for c in connections:
+        kind = c.kind
+        if kind == "tls":
             result.skipped.append(f"skipped {c.name}: TLS-encrypted, nothing to judge (capture in front of "
                                   "the TLS endpoint, or use `observe`)")
-        elif c.kind == "not-amqp":
+        elif kind == "not-amqp":
             result.skipped.append(f"skipped {c.name}: not AMQP 1.0")
-    for line in result.skipped:
+        elif kind == "amqp" and c.one_sided is not None:
+            result.one_sided.append(c)
+        elif kind == "amqp":
+            result.connections.append(c)
+
+
+def _sorted_out(result: CheckResult, path: Path, say) -> CheckResult:
+    connections, result.connections = result.connections, []
+    sort_out(connections, result)
+    for line in result.notes():
         say(line)
-    kinds = Counter(c.kind for c in result.connections)
-    if not amqp:
+    kinds = Counter(c.kind for c in connections)
+    if not result.connections:
+        if result.one_sided:
+            raise CaptureOneSided(f"{path} holds one direction only of its {len(result.one_sided)} AMQP "
+                                  f"connection(s) ({result.one_sided[0].one_sided.split(' (')[0]}), nothing can be "
+                                  "judged; capture both directions, e.g. `tshark -i lo -f 'tcp port 5672'`")
         if kinds["tls"]:
             raise CaptureEncrypted(f"{path}: its {kinds['tls']} AMQP connection(s) are TLS-encrypted, nothing can be "
                                    "judged; capture between the application and a plain port, or run `observe`")
-        raise CaptureWithoutAmqp(f"{path} holds no AMQP 1.0 traffic ({len(result.connections)} TCP connection(s), "
+        raise CaptureWithoutAmqp(f"{path} holds no AMQP 1.0 traffic ({len(connections)} TCP connection(s), "
                                  "none speaking AMQP); capture the AMQP port, e.g. `tshark -i lo -f 'tcp port 5672'`")
-    result.connections = amqp
     return result
 
 
 def judge_transcript(path: Path, say: Callable[[str], None] = lambda s: None) -> CheckResult:
     """Each connection of a suite transcript file ("out": the suite's peer, the client)."""
     result = CheckResult(inputs=[str(path)])
-    for k, tr in enumerate(_transcripts(path)):
-        judge = ConnectionJudge(f"{path.name}#{k}:{tr.get('label', '')}", client="peer",
-                                server=str(tr.get("label", "")))
-        result.connections.append(judge)
-        for entry in tr["entries"]:
-            side = CLIENT if entry.get("direction") == "out" else SERVER
-            for finding in judge.feed(side, bytes.fromhex(entry.get("raw", "")), entry.get("t")):
-                say(finding.line())
+    judges = []
+    for conn in _transcript_connections(path):
+        judge = judge_cut(conn, say)
+        judges.append(judge)
+    sort_out(judges, result)
+    for line in result.notes():
+        say(line)
     return result
+
+
+def _transcript_connections(path: Path) -> list[dict]:
+    """The connections of a transcript file as `cut_connections` gives them (checked whole first: a bad
+    entry is one line, exit 24, before anything is judged)."""
+    conns = []
+    for k, tr in enumerate(_transcripts(path)):
+        label = tr.get("label", "")
+        segs = [(CLIENT if e["direction"] == "out" else SERVER, e.get("t"), bytes.fromhex(e["raw"]))
+                for e in tr["entries"]]
+        conns.append({"name": f"{path.name}#{k}:{label}", "client": "peer", "server": str(label),
+                      "from_start": True, "sides_captured": True, "segments": segs})
+    return conns
 
 
 def cut_connections(path: Path) -> list[dict]:
@@ -173,12 +214,7 @@ def cut_connections(path: Path) -> list[dict]:
     segments: [(side, t, bytes)]}: what `judge_cut` judges anywhere (a Spark task) without the file."""
     conns: list[dict] = []
     if is_transcript(path):
-        for k, tr in enumerate(_transcripts(path)):
-            segs = [(CLIENT if e.get("direction") == "out" else SERVER, e.get("t"), bytes.fromhex(e.get("raw", "")))
-                    for e in tr["entries"]]
-            conns.append({"name": f"{path.name}#{k}:{tr.get('label', '')}", "client": "peer",
-                          "server": str(tr.get("label", "")), "from_start": True, "segments": segs})
-        return conns
+        return _transcript_connections(path)
     by_conn: dict[int, dict] = {}
     for seg in streams(path):
         c = by_conn.get(id(seg.connection))
@@ -192,30 +228,76 @@ def cut_connections(path: Path) -> list[dict]:
     return conns
 
 
-def judge_cut(conn: dict) -> ConnectionJudge:
+def judge_cut(conn: dict, say: Callable[[str], None] = lambda s: None) -> ConnectionJudge:
     """Judge one connection `cut_connections` cut out (pure: the same model as `check` without Spark)."""
     judge = ConnectionJudge(conn["name"], client=conn["client"], server=conn["server"],
-                            from_start=conn["from_start"])
+                            from_start=conn["from_start"], sides_captured=conn.get("sides_captured", False))
     for side, t, data in conn["segments"]:
         if data is None:
             judge.gap(side)
         else:
-            judge.feed(side, data, t)
+            for finding in judge.feed(side, data, t):
+                say(finding.line())
+    for finding in judge.finish():
+        say(finding.line())
     return judge
 
 
+_HEX = re.compile(r"(?:[0-9a-fA-F]{2})*")
+
+
 def _transcripts(path: Path) -> list[dict]:
+    """The transcripts of a file, each entry checked: a dict with direction "out" or "in", raw a hex string,
+    t a number or null. Anything else is one line naming the file and the entry (NotACapture, exit 24)."""
     try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        data = json.loads(read_input(path).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise NotACapture(f"{path} is neither a capture nor a transcript ({exc.__class__.__name__}); give a "
                           "pcap/pcapng file or a transcripts/*.json of a run directory") from None
     transcripts = data if isinstance(data, list) else [data]
-    for tr in transcripts:
+    for k, tr in enumerate(transcripts):
         if not isinstance(tr, dict) or "entries" not in tr:
             raise NotACapture(f"{path} is JSON but not a transcript (no entries); give a transcripts/*.json of a "
                               "run directory")
+        if not isinstance(tr["entries"], list):
+            raise NotACapture(f"{path}: transcript {k} has entries that are no list; not a transcript the suite "
+                              "wrote (re-run the case, or give its transcripts/*.json as written)")
+        for n, e in enumerate(tr["entries"]):
+            problem = _entry_problem(e)
+            if problem:
+                raise NotACapture(f"{path}: transcript {k}, entry {n}: {problem}; not a transcript the suite wrote "
+                                  "(re-run the case, or give its transcripts/*.json as written)")
     return transcripts
+
+
+def _entry_problem(e) -> str | None:
+    if not isinstance(e, dict):
+        return f"{json.dumps(e)[:40]} is no object"
+    if e.get("direction") not in ("out", "in"):
+        return f"direction {json.dumps(e.get('direction'))[:40]} is neither \"out\" (the suite's peer) nor \"in\""
+    raw = e.get("raw", "")
+    if not isinstance(raw, str) or not _HEX.fullmatch(raw):
+        return f"raw {json.dumps(raw)[:40]} is not a hex string of whole bytes"
+    t = e.get("t")
+    if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float)) or t != t or abs(t) == float("inf")):
+        return f"t {json.dumps(t)[:40]} is not a number of seconds"
+    return None
+
+
+def read_input(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of an input file (the first `limit`); a file that cannot be read is one line: exit 10 when
+    it may not be read (captures written by root are 0600), 24 otherwise."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read() if limit is None else fh.read(limit)
+    except PermissionError:
+        raise PermissionProblem(f"cannot read {path}: permission denied; run check as a user who may read it "
+                                "(tshark and tcpdump running as root write 0600 files: chmod or chown it)") from None
+    except IsADirectoryError:
+        raise NotACapture(f"{path} is a directory holding no capture; give capture files") from None
+    except OSError as exc:
+        raise NotACapture(f"cannot read {path}: {exc.strerror or exc}; give a pcap/pcapng file or a transcript "
+                          ".json") from None
 
 
 def judge_file(path: Path, say: Callable[[str], None] = lambda s: None) -> CheckResult:
@@ -223,12 +305,33 @@ def judge_file(path: Path, say: Callable[[str], None] = lambda s: None) -> Check
 
 
 def judge_all(paths: Iterable[str | Path], say: Callable[[str], None] = lambda s: None) -> CheckResult:
+    """Every capture (a file, or a ring buffer's files) and transcript given or under the directories given.
+    One input that cannot be judged (not a capture, cut short, no AMQP, TLS only, one-sided) is that input's
+    one-line error with its exit code; among several, it is listed (`not judged FILE: why`) and the others
+    are judged: the error is raised only when none could be."""
     total = CheckResult()
-    for group in capture_sets(expand(paths)):
-        r = judge_file(group[0], say) if len(group) == 1 else judge_capture(group, say)
+    groups = capture_sets(expand(paths))
+    failures: list[ConformanceError] = []
+    for group in groups:
+        try:
+            r = judge_file(group[0], say) if len(group) == 1 else judge_capture(group, say)
+        except ConformanceError as exc:
+            if len(groups) == 1:
+                raise
+            failures.append(exc)
+            what = exc.message if str(group[0]) in exc.message else f"{group[0]}: {exc.message}"
+            line = f"not judged: {what} (exit {exc.exit_code} alone)"
+            total.unjudged.append(line)
+            say(line)
+            continue
         total.connections += r.connections
         total.skipped += r.skipped
+        total.one_sided += r.one_sided
         total.inputs += r.inputs
+    if len(failures) == len(groups):
+        first = failures[0]
+        raise type(first)(f"none of the {len(groups)} inputs could be judged; the first: {first.message}",
+                          exit_code=first.exit_code)
     return total
 
 
@@ -238,25 +341,46 @@ def new_run_id() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-{os.getpid()}"
 
 
+def run_paths(reports_dir: Path, run_id: str) -> tuple[Path, Path]:
+    """(the run directory, the directory it is written in first): a run appears whole or not at all."""
+    traffic = Path(reports_dir) / "traffic"
+    return traffic / run_id, traffic / f".{run_id}.partial"
+
+
 def write_run(reports_dir: Path, result: CheckResult, *, command: str, run_id: str | None = None,
-              extra: dict | None = None, connections: list[dict] | None = None) -> Path:
-    """The traffic run directory of a check or an observe session (layout: module docstring)."""
+              extra: dict | None = None, connections: list[dict] | None = None,
+              more: Callable[[Path], None] | None = None) -> Path:
+    """The traffic run directory of a check or an observe session (layout: module docstring), written in a
+    directory of its own beside it and renamed into place once whole (`more(path)` adds files first): an
+    interrupted write leaves no run directory, only `.<run-id>.partial`, which whoever interrupted removes."""
     run_id = run_id or new_run_id()
-    path = Path(reports_dir) / "traffic" / run_id
-    path.mkdir(parents=True, exist_ok=True)
-    conns = connections if connections is not None else [c.summary() for c in result.connections]
-    atomic_write_text(path / "connections.jsonl", "".join(json.dumps(c, sort_keys=True) + "\n" for c in conns))
+    final, path = run_paths(reports_dir, run_id)
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    if connections is None:
+        conns, one_sided = [c.summary() for c in result.connections], [c.summary() for c in result.one_sided]
+    else:
+        conns = [c for c in connections if not c.get("one_sided")]
+        one_sided = [c for c in connections if c.get("one_sided")]
+    atomic_write_text(path / "connections.jsonl",
+                      "".join(json.dumps(c, sort_keys=True) + "\n" for c in conns + one_sided))
     atomic_write_text(path / "findings.jsonl",
                       "".join(json.dumps(f.to_json(), sort_keys=True) + "\n" for f in result.findings))
     meta = {"run_id": run_id, "kind": "traffic", "command": command, "suite_version": __version__,
             "inputs": result.inputs, "connections": len(conns), "findings": len(result.findings),
-            "skipped": result.skipped, "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+            "skipped": result.skipped, "one_sided": [c["connection"] for c in one_sided],
+            "not_judged": result.unjudged, "finished_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
             **(extra or {})}
     atomic_write_text(path / "run.json", json.dumps(meta, indent=2, sort_keys=True))
-    atomic_write_text(path / "report.md", render_markdown(result.findings, conns, title=f"{command} {run_id}"))
+    atomic_write_text(path / "report.md", render_markdown(result.findings, conns + one_sided,
+                                                          title=f"{command} {run_id}", notes=result.notes()))
     rows = rows_from_findings([f.to_json() for f in result.findings], run_id)
-    atomic_write_text(path / "report.html", render_traffic_page(f"Traffic judged: {command} {run_id}", rows, conns))
-    return path
+    atomic_write_text(path / "report.html", render_traffic_page(f"Traffic judged: {command} {run_id}", rows,
+                                                                conns + one_sided))
+    if more is not None:
+        more(path)
+    os.replace(path, final)
+    return final
 
 
 def endpoint_key(f: Finding | dict) -> str:
@@ -264,11 +388,15 @@ def endpoint_key(f: Finding | dict) -> str:
     return f"{d['endpoint']} {d.get('product') or 'unknown'}@{d.get('version') or 'unknown'}"
 
 
-def render_markdown(findings: list[Finding], connections: list[dict], title: str) -> str:
+def render_markdown(findings: list[Finding], connections: list[dict], title: str,
+                    notes: list[str] | None = None) -> str:
     counts = Counter((f.requirement_id, f.level, endpoint_key(f)) for f in findings)
+    judged = [c for c in connections if not c.get("one_sided")]
     lines = [f"# Traffic judged: {title}", "",
-             f"{len(connections)} connection(s), {sum(c.get('frames', 0) for c in connections)} frames, "
+             f"{len(judged)} connection(s) judged, {sum(c.get('frames', 0) for c in judged)} frames, "
              f"{len(findings)} finding(s).", ""]
+    if notes:
+        lines += ["## Not judged", ""] + [f"- {n}" for n in notes] + [""]
     if counts:
         lines += ["| requirement | level | endpoint product@version | findings |", "|---|---|---|---|"]
         lines += [f"| {r} | {lv} | {ep} | {n} |" for (r, lv, ep), n in sorted(counts.items())]
@@ -288,7 +416,8 @@ def render_markdown(findings: list[Finding], connections: list[dict], title: str
                      f"{sv.get('container_id') or 'unknown'} ({sv.get('product') or 'unknown'}@"
                      f"{sv.get('version') or 'unknown'}): {c.get('frames', 0)} frames, {c.get('findings', 0)} findings"
                      + (" (captured mid-stream: sessions begun before it are not judged)" if c.get("mid_stream") else "")
-                     + (f"; stopped: {c['stopped']}" if c.get("stopped") else ""))
+                     + (f"; stopped: {c['stopped']}" if c.get("stopped") else "")
+                     + (f"; one-sided, not judged: {c['one_sided']}" if c.get("one_sided") else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -305,14 +434,25 @@ def summary_lines(result: CheckResult) -> list[str]:
 def cmd_check(args) -> int:
     from ..options import default_reports_dir
     say = print
-    result = judge_all(args.captures, say)
-    for line in summary_lines(result):
-        say(line)
     reports = Path(args.reports_dir) if getattr(args, "reports_dir", None) else default_reports_dir()
-    path = write_run(reports, result, command="check")
+    run_id = new_run_id()
+    try:
+        result = judge_all(args.captures, say)
+        for line in summary_lines(result):
+            say(line)
+        path = write_run(reports, result, command="check", run_id=run_id)
+    except KeyboardInterrupt:
+        final, partial = run_paths(reports, run_id)
+        shutil.rmtree(partial, ignore_errors=True)
+        where = f"the results were written whole to {final}" if final.exists() else \
+            "nothing was written (check writes its run directory once every input is judged)"
+        print(f"error: interrupted; {where}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     counts = Counter(f.level for f in result.findings)
+    not_judged = len(result.unjudged) + len(result.skipped) + len(result.one_sided)
     say(f"{len(result.connections)} connection(s) judged, {sum(c.frames for c in result.connections)} frames, "
-        f"findings: {dict(counts) or 'none'}; results in {path}")
+        f"findings: {dict(counts) or 'none'}"
+        + (f"; not judged: {not_judged} (listed above)" if not_judged else "") + f"; results in {path}")
     return result.exit_code()
 
 

@@ -14,8 +14,16 @@ Streams whose start was not captured (mid-stream) are judged from their first wh
 searches a frame boundary (a chain of plausible frame headers that decode), and the oracle, which only
 keeps state for sessions and links whose begin / attach it saw, leaves what it cannot know unknown: frames of
 sessions begun before the capture started are not judged, never judged against a guessed count or window.
-A stream that opens with a TLS header or a TLS record is skipped as `tls`, one that is neither AMQP nor
-TLS as `not-amqp`; an undecodable frame is a finding (`decode-error`) and ends judging that connection.
+
+A connection is classified before it is judged: each side's stream is AMQP (its protocol header, or a
+mid-stream frame boundary), TLS (a TLS header or record) or not AMQP (anything else at its start, or no
+boundary within 1 MiB), and what a side sent is held until both sides are classified (or have ended, or 1 MiB
+is held). A connection with a TLS or not-AMQP side is not judged at all (`kind`: `tls`, `not-amqp`: the
+caller reports it skipped, once); an AMQP one is judged from its first frame. A side of which the capture has
+no packet at all (not even an ACK: `feed(side, b"")` says one was seen) was not captured: the connection is
+*one-sided* (`one_sided` says why) and is not judged either, since every rule weighs what one side sent
+against what the other said. An undecodable frame is a finding (`decode-error`) and ends judging that
+connection. `finish()` ends a connection: what is still held is judged (or, one-sided, dropped).
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ _HEADER = struct.Struct(">IBBH")
 _SYNC_MAX_FRAME = 1 << 24              # a frame header claiming more is taken for a false boundary
 _SYNC_CHAIN = 3                        # whole frames in a row that make a mid-stream boundary certain
 _SYNC_GIVE_UP = 1 << 20                # bytes searched for a boundary before a stream is called not AMQP
+HOLD_LIMIT = 1 << 20                   # bytes held per connection while a side is not captured / classified
 
 
 def other(side: str) -> str:
@@ -149,6 +158,11 @@ class _Stream:
         self.seen = 0
         self.scanned = 0                   # mid-stream: offsets of `pending` below this are no frame boundary
         self.kind: str | None = None       # None (AMQP or undecided), "tls", "not-amqp"
+        self.amqp = False                  # classified as AMQP: its protocol header, or a frame boundary
+
+    @property
+    def decided(self) -> bool:
+        return self.amqp or self.kind is not None
 
     def feed(self, data: bytes) -> list:
         if self.kind is not None:
@@ -169,6 +183,8 @@ class _Stream:
             else:
                 data, self.pending = bytes(self.pending), bytearray()
                 self.seen = len(data)
+                if head[4] != PROTOCOL_TLS:
+                    self.amqp = True
                 return self._decode(data)
         self.seen += len(data)
         if not self.synced:
@@ -187,6 +203,7 @@ class _Stream:
                     self.kind = "not-amqp"
                 return []
             self.synced, self.pending = True, bytearray()
+            self.amqp = not (buf[:4] == b"AMQP" and buf[4] == PROTOCOL_TLS)
             return self._decode(buf[start:])
         return self._decode(data)
 
@@ -195,18 +212,21 @@ class _Stream:
         for item in items:
             if isinstance(item, ProtocolHeader):
                 if item.protocol_id == PROTOCOL_TLS:
-                    self.kind = "tls"
+                    self.kind, self.amqp = "tls", False
                     return [item]
                 if item.protocol_id not in (0, 3):
-                    self.kind = "not-amqp"
+                    self.kind, self.amqp = "not-amqp", False
                     return []
         return items
 
 
 class ConnectionJudge:
-    """One connection's two streams in, findings out. `from_start`: whether the capture saw its beginning."""
+    """One connection's two streams in, findings out. `from_start`: whether the capture saw its beginning;
+    `sides_captured`: both sides are known to be seen (a proxy, a transcript), else a side counts as captured
+    once a packet of it is fed (`feed(side, b"")` for one without payload)."""
 
-    def __init__(self, name: str, *, client: str = "", server: str = "", from_start: bool = True):
+    def __init__(self, name: str, *, client: str = "", server: str = "", from_start: bool = True,
+                 sides_captured: bool = False):
         self.name = name
         self.endpoints = {CLIENT: Endpoint(client), SERVER: Endpoint(server)}
         self.streams = {CLIENT: _Stream(from_start), SERVER: _Stream(from_start)}
@@ -216,44 +236,184 @@ class ConnectionJudge:
         self.findings: list[Finding] = []
         self.frames = 0
         self.headers = 0
-        self.stopped: str | None = None     # why judging ended early (decode error)
+        self.stopped: str | None = None     # why judging ended early (decode error, bytes missing)
         self.t: float | None = None
         self.on_items = None                # called with (side, items) for every decoded batch (transcripts)
+        self.captured = {CLIENT: sides_captured, SERVER: sides_captured}
+        self.judging = False                # classified: frames go to the oracles as they come
+        self.finished = False
+        self.one_sided: str | None = None   # why the connection is not judged: one side was not captured
+        self._raw: list = []                # (side, bytes, t) while a side has shown no packet yet
+        self._held: list = []               # (side, items or DecodeError, t) while not classified
+        self._held_bytes = 0
+        self._broken = False                # a decode error is held: nothing more is decoded
+        self.skipped = False                # a side is TLS or not AMQP: nothing is judged
+        self.closed_by: set = set()         # the sides whose AMQP close frame was seen
+        self._gap: str | None = None        # the side whose bytes the capture lost (nothing after is judged)
 
     @property
     def kind(self) -> str:
-        """"amqp", "tls", "not-amqp" or "empty" (no byte of AMQP seen)."""
-        kinds = {s.kind for s in self.streams.values()} - {None}
+        """"amqp", "tls", "not-amqp" or "empty" (no byte of AMQP seen). A side whose captured start is not
+        AMQP makes the whole connection not AMQP, whatever the other answered (a broker answering a web
+        client's request with its own protocol header is no AMQP conversation)."""
+        streams = self.streams.values()
+        kinds = {s.kind for s in streams} - {None}
         if "tls" in kinds:
             return "tls"
+        if any(s.kind == "not-amqp" and s.from_start for s in streams):
+            return "not-amqp"
         if "not-amqp" in kinds and not self.frames:
             return "not-amqp"
-        if self.frames or self.headers:
+        if self.frames or self.headers or any(s.amqp for s in streams):
             return "amqp"
-        if any(s.seen for s in self.streams.values()):
+        if any(s.seen or s.pending for s in streams):
             return "not-amqp"
         return "empty"
 
     def feed(self, side: str, data: bytes, t: float | None = None) -> list[Finding]:
-        """Bytes `side` sent, in the order the vantage point saw them; returns the new findings."""
-        if self.stopped is not None or not data:
-            return []
+        """Bytes `side` sent, in the order the vantage point saw them; returns the findings judged now.
+        Empty `data`: a packet of `side` without payload was captured (the side was captured)."""
+        if self.judging:                    # classified: the path of nearly every chunk
+            if not data or self.stopped is not None:
+                return []
+            return self._route(side, data, t)
+        found: list[Finding] = []
+        if not self.captured[side]:
+            self.captured[side] = True
+            if self._raw and all(self.captured.values()):
+                found = self._replay_raw()
+        if not data or self._done():
+            return found
+        if not all(self.captured.values()):
+            # the other side has not shown a packet yet: keep the bytes as they are until it does (a capture of
+            # both directions shows it within a round trip) or until too much came without it (one-sided)
+            self._raw.append((side, data, t))
+            self._held_bytes += len(data)
+            if self._held_bytes > HOLD_LIMIT:
+                self._conclude_one_sided()
+            return found
+        return found + self._route(side, data, t)
+
+    def _done(self) -> bool:
+        return self._broken or self.skipped or self.stopped is not None or self.one_sided is not None or \
+            self._gap is not None or (self.finished and not self.judging)
+
+    def _route(self, side: str, data: bytes, t: float | None) -> list[Finding]:
+        """Decode `side`'s bytes; judge them, or hold them while the connection is not classified."""
         self.t = t
         try:
             items = self.streams[side].feed(data)
         except DecodeError as exc:
-            self.stopped = f"{side} sent bytes that are no AMQP frame at stream offset {exc.offset}: {exc}"
-            finding = self._finding(side, DECODE_ERROR, DECODE_LEVEL, "undecodable bytes", str(exc))
-            self.findings.append(finding)
-            return [finding]
+            self._broken = True
+            if self.judging:
+                return self._decode_error(side, exc)
+            self._held.append((side, exc, t))
+            return self._settle()
         if self.on_items is not None and items:
             self.on_items(side, items)
-        return self.observe(side, items)
+        if self.judging:
+            return self.observe(side, items)
+        if items:
+            self._held.append((side, items, t))
+        self._held_bytes += len(data)
+        return self._settle()
+
+    def _replay_raw(self) -> list[Finding]:
+        raw, self._raw, self._held_bytes = self._raw, [], 0
+        found: list[Finding] = []
+        for side, data, t in raw:
+            if self._done():
+                break
+            found += self._route(side, data, t)
+        return found
+
+    def _decode_error(self, side: str, exc: DecodeError) -> list[Finding]:
+        self.stopped = f"{side} sent bytes that are no AMQP frame at stream offset {exc.offset}: {exc}"
+        finding = self._finding(side, DECODE_ERROR, DECODE_LEVEL, "undecodable bytes", str(exc))
+        self.findings.append(finding)
+        return [finding]
+
+    def _conclude_one_sided(self) -> None:
+        """A side was never captured: classify what the other sent (decoded, not judged), then drop it."""
+        missing = [side for side in SIDES if not self.captured[side]]
+        raw, self._raw, self._held_bytes = self._raw, [], 0
+        frames = 0
+        for side, data, _t in raw:
+            try:
+                frames += sum(1 for item in self.streams[side].feed(data) if item.__class__ is Frame)
+            except DecodeError:
+                break
+        if len(missing) == 1:
+            seen = other(missing[0])
+            self.one_sided = (f"only the {seen}'s packets were captured ({frames} frames; none of the "
+                              f"{missing[0]}'s, not even an ACK): not judged, since each rule weighs one side's "
+                              "frames against what the other said; capture both directions")
+        else:
+            self.one_sided = "no packet of this connection was captured"
+
+    def _settle(self, ending: bool = False) -> list[Finding]:
+        """Judge what is held once both sides are classified (or the connection ends, or too much is held);
+        drop it when a side is TLS or not AMQP."""
+        if self.judging or self.finished or self.skipped or self.one_sided is not None:
+            return []
+        streams = self.streams.values()
+        if any(st.kind == "tls" or (st.kind == "not-amqp" and st.from_start) for st in streams) or \
+                all(st.kind == "not-amqp" for st in streams):
+            self.skipped = True                 # not AMQP: reported skipped by the caller, never judged
+            self._held, self._held_bytes = [], 0
+            return []
+        decided = all(self.streams[s].decided for s in SIDES) or self._broken
+        if not (ending or decided or self._held_bytes > HOLD_LIMIT):
+            return []
+        self.judging = True
+        found: list[Finding] = []
+        held, self._held, self._held_bytes = self._held, [], 0
+        for side, items, t in held:
+            self.t = t
+            if isinstance(items, DecodeError):
+                found += self._decode_error(side, items)
+                break
+            found += self.observe(side, items)
+        if self._gap is not None:
+            self._stop_at_gap()
+        return found
+
+    def finish(self) -> list[Finding]:
+        """The connection ended (or the capture did): judge what is still held; a side never captured makes
+        the connection one-sided (`one_sided`), judged not at all. Idempotent."""
+        if self.finished:
+            return []
+        if not all(self.captured.values()) and self.one_sided is None:
+            self._conclude_one_sided()
+        found = self._settle(ending=True)
+        self.finished = True
+        return found
+
+    def ended(self, how: list) -> None:
+        """How the TCP streams ended, in order ([side, "fin" | "reset" | "socket-error" | "open"]: what a proxy
+        knows): the first side whose stream ended before its AMQP close frame cut the connection (a broker
+        that died, a client killed, a network fault), and `stopped` says so."""
+        if self.stopped is not None or self.kind != "amqp":
+            return
+        for side, way in how:
+            if side in SIDES and way != "open" and side not in self.closed_by:
+                cut = "reset the connection" if way == "reset" else f"ended its TCP stream ({way})"
+                self.stopped = (f"the {side} {cut} without an AMQP close frame: the connection was cut "
+                                f"(e.g. the {side} died) after frame #{max(self.frames - 1, 0)}")
+                return
 
     def gap(self, side: str) -> None:
-        """Bytes `side` sent were never captured: what follows cannot be judged (its state is unknown)."""
+        """Bytes `side` sent were never captured: what follows cannot be judged (its state is unknown); what
+        came before (held, if the connection was not classified yet) still is."""
+        if self.stopped is None and self._gap is None:
+            self._gap = side
+            if self.judging:
+                self._stop_at_gap()
+
+    def _stop_at_gap(self) -> None:
         if self.stopped is None:
-            self.stopped = f"bytes the {side} sent are missing from the capture; not judged after frame #{self.frames}"
+            self.stopped = (f"bytes the {self._gap} sent are missing from the capture; not judged after frame "
+                            f"#{self.frames}")
 
     def observe(self, side: str, items: list) -> list[Finding]:
         """Decoded protocol headers and frames `side` sent (what a proxy that decodes anyway hands in)."""
@@ -271,8 +431,11 @@ class ConnectionJudge:
                 frames += 1
                 continue
             body = item.body
-            if body is not None and body.NAME == "open":
-                self._identify(side, body)
+            if body is not None and body.NAME in ("open", "close"):
+                if body.NAME == "open":
+                    self._identify(side, body)
+                else:
+                    self.closed_by.add(side)
             vs = judge_server(server_dir, item)
             vc = judge_client(client_dir, item)
             if vs or vc:
@@ -304,4 +467,5 @@ class ConnectionJudge:
     def summary(self) -> dict:
         return {"connection": self.name, "kind": self.kind, "mid_stream": self.mid_stream,
                 "frames": self.frames, "findings": len(self.findings), "stopped": self.stopped,
+                "one_sided": self.one_sided,
                 "client": self.endpoints[CLIENT].to_json(), "server": self.endpoints[SERVER].to_json()}

@@ -18,11 +18,13 @@ signal while waiting abandons the judging (exit 130).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
 import queue
 import selectors
+import shutil
 import signal
 import socket
 import struct
@@ -35,7 +37,7 @@ from ..errors import EXIT_INTERRUPTED, BrokerUnreachable, PortInUse, RunBroken, 
 from ..options import RunOptions
 from ..peer.transcript import Transcript
 from ..peer.url import parse_url
-from .check import CheckResult, summary_lines, write_run
+from .check import CheckResult, new_run_id, run_paths, sort_out, summary_lines, write_run
 from .judge import CLIENT, SERVER, ConnectionJudge
 
 _MSG = struct.Struct(">IBd")          # connection id, kind, time; then the data
@@ -53,7 +55,7 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 
 class _Pair:
-    __slots__ = ("cid", "client", "server", "pending", "closed_read", "shut", "paused")
+    __slots__ = ("cid", "client", "server", "pending", "closed_read", "shut", "paused", "how")
 
     def __init__(self, cid: int, client: socket.socket, server: socket.socket):
         self.cid = cid
@@ -62,6 +64,7 @@ class _Pair:
         self.closed_read: set = set()
         self.shut: set = set()
         self.paused: set = set()
+        self.how: dict = {}              # socket -> how its stream ended: "fin", "reset" (a socket error)
 
     def other(self, sock):
         return self.server if sock is self.client else self.client
@@ -81,6 +84,7 @@ class ObserveProxy:
         self.ended = 0
         self.bytes = 0
         self._stop = False
+        self.upstream_lost: str | None = None    # why the upstream broker stopped taking connections
         try:
             self.listener = socket.create_server(listen, reuse_port=False)
         except OSError as exc:
@@ -128,8 +132,12 @@ class ObserveProxy:
             return
         try:
             server = socket.create_connection(self.upstream, timeout=self.connect_timeout)
-        except OSError:
+        except OSError as exc:
             client.close()               # the application sees the broker refuse, as it would directly
+            # as at start-up: observing a broker that is gone would only record refusals; stop and say so
+            self.upstream_lost = (f"{exc.strerror or exc} at {time.strftime('%H:%M:%S')}, after "
+                                  f"{self.accepted} connection(s)")
+            self._stop = True
             return
         for s in (client, server):
             s.setblocking(False)
@@ -166,10 +174,12 @@ class ObserveProxy:
             data = sock.recv(_CHUNK)
         except BlockingIOError:
             return
-        except OSError:
+        except OSError as exc:
             data = b""
+            pair.how.setdefault(sock, "reset" if isinstance(exc, ConnectionResetError) else "socket-error")
         dest = pair.other(sock)
         if not data:
+            pair.how.setdefault(sock, "fin")
             pair.closed_read.add(sock)
             if not pair.pending[dest]:
                 self._shutdown(pair, dest)
@@ -239,7 +249,8 @@ class ObserveProxy:
             s.close()
         self.ended += 1
         if self.sink:
-            self.sink(pair.cid, ENDED, time.time(), b"")
+            how = [[CLIENT if sock is pair.client else SERVER, way] for sock, way in pair.how.items()]
+            self.sink(pair.cid, ENDED, time.time(), json.dumps(how).encode())     # in the order they ended
 
 
 # -- the judging process ----------------------------------------------------------------------------------
@@ -293,7 +304,7 @@ class Observer:
             return False
         if kind == OPENED:
             client, server = data.decode().split("\n")
-            judge = ConnectionJudge(f"#{cid} {client}->{server}", client=client, server=server)
+            judge = ConnectionJudge(f"#{cid} {client}->{server}", client=client, server=server, sides_captured=True)
             tr = Transcript(label=f"observe-{cid}")
             judge.on_items = lambda side, items, tr=tr: tr.add_items("out" if side == CLIENT else "in", items)
             self.judges[cid], self.transcripts[cid] = judge, tr
@@ -303,50 +314,84 @@ class Observer:
             return True
         if kind == ENDED:
             self.done.append(judge)
+            for finding in judge.finish():       # what was held is judged first: its close frames count
+                self.say(finding.line())
+            judge.ended(json.loads(data) if data else [])
             return True
         for finding in judge.feed(CLIENT if kind == DATA_CLIENT else SERVER, data, t):
             self.say(finding.line())
         return True
 
     def result(self) -> CheckResult:
-        conns = list(self.judges.values())
-        return CheckResult(connections=conns, inputs=[])
+        """Every connection finished; the AMQP ones judged, a `skipped` line for each other one (the lines are
+        said here, as `check` says them)."""
+        for judge in self.judges.values():
+            for finding in judge.finish():
+                self.say(finding.line())
+        result = CheckResult(inputs=[])
+        sort_out(list(self.judges.values()), result)
+        for line in result.notes():
+            self.say(line)
+        return result
 
 
-def _judge_process(conn, reports_dir: str, meta: dict, result_conn, parent_ends=()) -> None:
+class _Say:
+    """print() for the judging process: a reader of its output that went away (a closed pipe, the proxy
+    SIGKILLed with its terminal) costs the lines, never a traceback: the run directory is written all the same."""
+
+    def __init__(self):
+        self.gone = False
+
+    def __call__(self, line: str) -> None:
+        if self.gone:
+            return
+        try:
+            print(line, flush=True)
+        except (BrokenPipeError, OSError, ValueError):
+            self.gone = True
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _judge_process(conn, reports_dir: str, meta: dict, result_conn, parent_ends=(), run_id: str | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)        # the proxy process stops us with STOP
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     for end in parent_ends:     # the proxy's ends, copied by fork: closed, so a proxy that dies means EOF here
         end.close()
-    sys.stdout.reconfigure(line_buffering=True)
-    obs = Observer()
+    say = _Say()
+    obs = Observer(say)
     while True:
         try:
             msg = conn.recv_bytes()
-        except EOFError:
+        except EOFError:        # the proxy is gone (killed): what it forwarded is judged and written all the same
             break
         if not obs.handle(msg):
             break
     result = obs.result()
+    judged = {id(c) for c in result.connections}
+
+    def transcripts(path: Path) -> None:
+        (path / "transcripts").mkdir(exist_ok=True)
+        for cid, tr in obs.transcripts.items():
+            if id(obs.judges[cid]) in judged:
+                (path / "transcripts" / f"connection-{cid}.json").write_text(json.dumps(tr.to_json()), "utf-8")
+
+    path = write_run(Path(reports_dir), result, command="observe", extra=meta, run_id=run_id, more=transcripts)
     for line in summary_lines(result):
-        print(line)
-    run_id = None
-    path = write_run(Path(reports_dir), result, command="observe", extra=meta)
-    (path / "transcripts").mkdir(exist_ok=True)
-    for cid, tr in obs.transcripts.items():
-        (path / "transcripts" / f"connection-{cid}.json").write_text(json.dumps(tr.to_json()), "utf-8")
+        say(line)
     frames = sum(c.frames for c in result.connections)
-    print(f"{len(result.connections)} connection(s) observed, {frames} frames judged, "
-          f"{len(result.findings)} finding(s); results in {path}")
-    result_conn.send((result.exit_code(), str(path), run_id))
+    say(f"{len(result.connections)} connection(s) observed, {frames} frames judged, "
+        f"{len(result.findings)} finding(s); results in {path}")
+    with contextlib.suppress(OSError):
+        result_conn.send((result.exit_code(), str(path), run_id))
 
 
-def start_judge(reports_dir: Path, meta: dict):
+def start_judge(reports_dir: Path, meta: dict, run_id: str | None = None):
     ctx = multiprocessing.get_context("fork")
     recv_end, send_end = ctx.Pipe(duplex=False)
     res_recv, res_send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_judge_process, args=(recv_end, str(reports_dir), meta, res_send,
-                                                    (send_end, res_recv)), daemon=True)
+                                                    (send_end, res_recv), run_id), daemon=True)
     proc.start()
     recv_end.close()
     res_send.close()
@@ -371,7 +416,8 @@ def cmd_observe(args) -> int:
     reports = Path(args.reports_dir) if args.reports_dir else default_reports_dir()
     proxy = ObserveProxy(listen, (up.host, up.port))
     meta = {"listen": f"{listen[0]}:{proxy.port}", "upstream": up.redacted()}
-    proc, sink, results = start_judge(reports, meta)
+    run_id = new_run_id()
+    proc, sink, results = start_judge(reports, meta, run_id)
     proxy.sink = sink
     stop = lambda _signum, _frame: proxy.stop()        # noqa: E731 -- a flag the proxy's loop reads
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -383,25 +429,41 @@ def cmd_observe(args) -> int:
         proxy.close()
         sink.close()
     try:
-        return _wait_for_judge(proc, sink, results)
+        code = _wait_for_judge(proc, sink, results, run_paths(reports, run_id))
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if proxy.upstream_lost is not None and code != EXIT_INTERRUPTED:
+        # what was observed is written; then the same one line and exit code as a broker unreachable at start-up
+        raise BrokerUnreachable(f"the upstream broker {up.redacted()} stopped taking connections "
+                                f"({proxy.upstream_lost}); observing stopped, what was observed until then is in "
+                                f"{run_paths(reports, run_id)[0]}; start the broker and observe again")
+    return code
 
 
-def _died(proc) -> str:
+def _died(proc, paths) -> str:
     code = proc.exitcode
     how = f"was killed by signal {-code}" if code is not None and code < 0 else f"ended (exit code {code})"
-    return (f"the judging process {how} before writing the run directory (nothing written); "
-            "its own error, if it printed one, is above")
+    return f"the judging process {how} before it said it was done; {_left(paths)}; its own error, if any, is above"
+
+
+def _left(paths) -> str:
+    """After the judging process was stopped or died: the run directory is whole (renamed into place) or not
+    there at all (its partial directory removed here), and the line says which."""
+    final, partial = paths
+    shutil.rmtree(partial, ignore_errors=True)
+    if final.exists():
+        return f"the run directory was written whole: {final}"
+    return "no run directory was written (nothing is left of it)"
 
 
 def _interrupt(_signum, _frame):
     raise KeyboardInterrupt
 
 
-def _wait_for_judge(proc, sink, results, timeout: float | None = None) -> int:
-    """The proxy has stopped: wait (bounded, saying so every 5 s) for the judging process's exit code."""
+def _wait_for_judge(proc, sink, results, paths, timeout: float | None = None) -> int:
+    """The proxy has stopped: wait (bounded, saying so every 5 s) for the judging process's exit code.
+    `paths`: the run directory and its partial one (`check.run_paths`)."""
     from multiprocessing.connection import wait
     timeout = JUDGE_TIMEOUT if timeout is None else timeout
     for sig in (signal.SIGINT, signal.SIGTERM):        # a second signal abandons the judging
@@ -412,24 +474,26 @@ def _wait_for_judge(proc, sink, results, timeout: float | None = None) -> int:
             left = deadline - time.monotonic()
             if left <= 0:
                 proc.kill()
+                proc.join(5)
                 raise RunBroken(f"the judging process did not finish within {timeout:.0f} s of the stop "
-                                "(nothing written); observe fewer connections at once or use --duration")
+                                f"({_left(paths)}); observe fewer connections at once or use --duration")
             ready = wait([results, proc.sentinel], min(5.0, left))
             if results in ready:
                 try:
                     code, _path, _ = results.recv()
                 except EOFError:            # it ended without sending: its error, if any, is above
                     proc.join(5)
-                    raise RunBroken(_died(proc)) from None
+                    raise RunBroken(_died(proc, paths)) from None
                 proc.join(30)
                 return code
             if proc.sentinel in ready and not results.poll():
                 proc.join(1)
-                raise RunBroken(_died(proc))
+                raise RunBroken(_died(proc, paths))
             if not ready:
                 print(f"stopped; judging what was observed ({sink.backlog()} chunks not yet judged) ...",
                       file=sys.stderr, flush=True)
     except KeyboardInterrupt:
         proc.kill()
-        print("error: interrupted again while judging; the run directory was not written", file=sys.stderr)
+        proc.join(10)
+        print(f"error: interrupted again while judging; {_left(paths)}", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -6,7 +6,9 @@ and enhanced / simple / obsolete packet blocks) files, the link layers loopback 
 reassembly per connection and direction: retransmitted bytes are dropped, out-of-order segments held until
 the bytes before them came, a connection whose SYN was not captured is marked mid-stream (its streams start
 where the capture does). What it yields is `Segment(key, side, data, t)` in capture order, where data is
-the next in-order bytes of that side; a gap the capture never filled ends the connection's stream (`Gap`).
+the next in-order bytes of that side; a gap the capture never filled ends the connection's stream (`Gap`);
+the first packet of each side, payload or not, yields an empty Segment first: that side was captured (a
+capture of one direction only has none of the other's, not even an ACK).
 
 A file that is no capture raises `NotACapture`, one cut short `CaptureTruncated` (conformance/errors.py):
 one line each, never a traceback.
@@ -46,14 +48,20 @@ def read_packets(path: Path) -> Iterator[Packet]:
     except OSError as exc:
         raise NotACapture(f"cannot read {path}: {exc.strerror}; give a pcap/pcapng file or a transcript .json")
     with f:
-        head = f.read(4)
-        if head in PCAP_MAGICS:
-            yield from _pcap(f, path, head)
-        elif head == PCAPNG_SHB:
-            yield from _pcapng(f, path, head)
-        else:
-            raise NotACapture(f"{path} is not a capture (neither pcap nor pcapng); record one with "
-                              "`tshark -i lo -w FILE` or `tcpdump -i lo -w FILE`, or give a transcript .json")
+        try:
+            head = f.read(4)
+            if head in PCAP_MAGICS:
+                yield from _pcap(f, path, head)
+            elif head == PCAPNG_SHB:
+                yield from _pcapng(f, path, head)
+            else:
+                raise NotACapture(f"{path} is not a capture (neither pcap nor pcapng); record one with "
+                                  "`tshark -i lo -w FILE` or `tcpdump -i lo -w FILE`, or give a transcript .json")
+        except struct.error:            # a field the checks below did not foresee is short: damaged all the same
+            raise NotACapture(f"{path}: a block or record is shorter than its fields; the file is damaged, not a "
+                              "capture") from None
+        except OSError as exc:
+            raise NotACapture(f"cannot read {path}: {exc.strerror or exc}; give a pcap/pcapng file") from None
 
 
 def _truncated(path: Path, what: str) -> CaptureTruncated:
@@ -116,6 +124,10 @@ def _pcapng(f, path: Path, first: bytes) -> Iterator[Packet]:
         if len(body) < length - 8:
             raise _truncated(path, f"a block of {length} bytes ends early")
         body = body[:-4]
+        least = {1: 8, 6: 20, 2: 20, 3: 4}.get(btype, 0)
+        if len(body) < least:
+            raise NotACapture(f"{path}: a pcapng block of type {btype} has {len(body)} bytes, fewer than its "
+                              f"{least} bytes of fields; the file is damaged")
         if btype == 1:                                      # interface description
             link = struct.unpack(order + "H", body[:2])[0]
             links.append((link, _tsresol(body[8:], order)))
@@ -260,6 +272,7 @@ class _Direction:
     held_bytes: int = 0
     fin: bool = False
     lost: bool = False
+    seen: bool = False                            # a packet of this direction was fed (its Segment marker out)
 
 
 @dataclass
@@ -279,7 +292,8 @@ class TcpConnection:
 
 
 class Segment(NamedTuple):
-    """The next in-order bytes one side of a connection sent; data=b"" with gap=True: bytes were lost."""
+    """The next in-order bytes one side of a connection sent; data=b"" with gap=True: bytes were lost;
+    data=b"" without gap: the first packet of that side (it was captured), whatever it carried."""
 
     connection: TcpConnection
     side: str                          # "client" | "server"
@@ -313,21 +327,26 @@ class Reassembler:
         known = None if seg.flags & SYN else self._known.get((seg.src, seg.dst))
         if known is not None:                                 # a later segment of a direction seen before
             conn, d, side = known
+            first = None
         else:
             conn, d, side = self._direction(seg)
+            first = None if d.seen else Segment(conn, side, b"", seg.t)     # this side was captured
+            d.seen = True
         if seg.flags & SYN:
             d.next_seq = (seg.seq + 1) & 0xFFFFFFFF
-            return []
-        if d.lost:
-            return []
+            return [first] if first else []
         data = seg.data
+        if d.lost or not data:
+            if seg.flags & FIN:
+                d.fin = True
+            return [first] if first else []
         if seg.flags & FIN:
             d.fin = True
-        if not data:
-            return []
         if d.next_seq is None:
             d.next_seq = seg.seq                              # mid-stream: the stream starts here
-        return self._accept(conn, d, side, seg.seq, data, seg.t)
+        out = self._accept(conn, d, side, seg.seq, data, seg.t)
+        return [first, *out] if first else out
+
 
     def _direction(self, seg: TcpSegment) -> tuple:
         """The connection the segment belongs to (a SYN may open a new one), its direction and side."""
@@ -410,10 +429,11 @@ def streams(path: Path | Sequence[Path]) -> Iterator[Segment]:
     """The in-order bytes of every TCP connection of a capture file, in capture order. Several files (a
     ring buffer's, in order) are one capture: a connection goes on from one file into the next."""
     r = Reassembler()
-    feed = r.feed
+    feed, known = r.feed, r._known
     for one in ([path] if isinstance(path, (str, Path)) else path):
         for packet in read_packets(one):
             seg = tcp_of(packet.link, packet.data, packet.t)
-            if seg is not None and (seg.data or seg.flags & SYN):   # a bare ACK / FIN carries nothing to judge
+            # a bare ACK / FIN carries nothing to judge, but the first packet of a direction says it was captured
+            if seg is not None and (seg.data or seg.flags & SYN or (seg.src, seg.dst) not in known):
                 yield from feed(seg)
     yield from r.finish()

@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 
 from .. import errors as _errors
-from ..errors import CaptureEncrypted, CaptureWithoutAmqp, NotACapture, UsageError
+from ..errors import CaptureEncrypted, CaptureOneSided, CaptureWithoutAmqp, NotACapture, UsageError
 from .check import (CheckResult, capture_sets, cut_connections, expand, is_transcript, new_run_id,
                     render_markdown, set_label, write_run)
 from .judge import Finding
@@ -62,6 +62,7 @@ def _pack_files(files, batches):
         for label, fileno, path in (files[int(i)] for i in pdf["id"]):
             conns, chunks, blobs = [], [], []
             bufs: dict = {}
+            bare: set = set()           # directions whose first packet without payload was kept
 
             def flush(key, b):
                 conns.append(b[3])
@@ -75,7 +76,9 @@ def _pack_files(files, batches):
                         continue
                     src, dst, seq, flags, payload, _t = seg
                     if not payload and not flags & SYN:
-                        continue
+                        if (src, dst) in bare:
+                            continue            # a bare ACK carries nothing to judge; the first says a side
+                        bare.add((src, dst))    # was captured (pcap.streams feeds the same)
                     if src <= dst:
                         key, d = (src, dst), 0
                     else:
@@ -120,6 +123,7 @@ def _judge_packed(batches):
             return
         for seg in r.finish():
             judge.segment(seg)
+        judge.finish()
         for c in judge.connections:
             kinds.append("connection")
             jsons.append(json.dumps(c.summary()))
@@ -191,8 +195,16 @@ def judge_on_spark(spark, paths, partitions: int | None = None) -> tuple[list[di
     """(connection summaries, findings as dicts, timings) of every connection in `paths`, judged on Spark."""
     t0 = time.perf_counter()
     files = expand(paths)
-    transcripts = [f for f in files if is_transcript(f)]
-    captures = capture_sets([f for f in files if not is_transcript(f)])
+    cut_errors: list[dict] = []
+    transcripts, plain = [], []
+    for f in files:
+        try:
+            (transcripts if is_transcript(f) else plain).append(f)
+        except _errors.ConformanceError as exc:          # unreadable: listed (one file alone: raised)
+            if len(files) == 1:
+                raise
+            cut_errors.append({"error": type(exc).__name__, "message": exc.message})
+    captures = capture_sets(plain)
     classic = _classic(spark)
     cores = int(spark.sparkContext.defaultParallelism) if classic else 2
     frames = []
@@ -206,7 +218,14 @@ def judge_on_spark(spark, paths, partitions: int | None = None) -> tuple[list[di
         frames.append(packed.repartition(parts, "conn").sortWithinPartitions("conn", "fileno", "chunk")
                       .mapInPandas(_judge_packed, OUT_SCHEMA))
     if transcripts:
-        conns = [c for p in transcripts for c in cut_connections(p)]
+        conns = []
+        for p in transcripts:
+            try:
+                conns += cut_connections(p)
+            except _errors.ConformanceError as exc:      # listed like a damaged capture (one alone: raised)
+                cut_errors.append({"error": type(exc).__name__, "message": f"{p}: {exc.message}"
+                                   if str(p) not in exc.message else exc.message})
+    if transcripts and conns:
         bins = min(partitions or 2 * cores, len(conns)) or 1
         blobs = [pickle.dumps(c, protocol=pickle.HIGHEST_PROTOCOL) for c in conns]
         load = [0] * bins                        # biggest connection first into the emptiest bin
@@ -219,7 +238,9 @@ def judge_on_spark(spark, paths, partitions: int | None = None) -> tuple[list[di
         frames.append(df.mapInPandas(_judge_partition, OUT_SCHEMA))
     t1 = time.perf_counter()
     if not frames:
-        return [], [], {"cut_s": t1 - t0, "judge_s": 0.0}
+        if cut_errors:
+            raise getattr(_errors, cut_errors[0]["error"], NotACapture)(cut_errors[0]["message"])
+        return [], [], {"cut_s": t1 - t0, "judge_s": 0.0, "errors": []}
     out_df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
     batch = "spark.sql.execution.arrow.maxRecordsPerBatch"
     before = spark.conf.get(batch, None)
@@ -232,13 +253,13 @@ def judge_on_spark(spark, paths, partitions: int | None = None) -> tuple[list[di
         else:
             spark.conf.set(batch, before)
     t2 = time.perf_counter()
-    errors = [json.loads(r["json"]) for r in out if r["kind"] == "unreadable"]
-    if errors:
-        raise getattr(_errors, errors[0]["error"], NotACapture)(errors[0]["message"])
+    errors = cut_errors + [json.loads(r["json"]) for r in out if r["kind"] == "unreadable"]
     summaries = [json.loads(r["json"]) for r in out if r["kind"] == "connection"]
     findings = [json.loads(r["json"]) for r in out if r["kind"] == "finding"]
+    if errors and (len(files) == 1 or not summaries):
+        raise getattr(_errors, errors[0]["error"], NotACapture)(errors[0]["message"])
     summaries.sort(key=lambda c: c["connection"])
-    return summaries, findings, {"cut_s": t1 - t0, "judge_s": t2 - t1}
+    return summaries, findings, {"cut_s": t1 - t0, "judge_s": t2 - t1, "errors": errors}
 
 
 def _classic(spark) -> bool:
@@ -260,14 +281,22 @@ def check_on_spark(args, say) -> int:
     spark = session(target, app_name="amqp-conformance-check", log_file=reports / "spark-check.log",
                     local_config=LOCAL_CONFIG, local_java_options=LOCAL_JAVA_OPTIONS)
     summaries, findings, timing = judge_on_spark(spark, args.captures)
-    amqp = [c for c in summaries if c["kind"] == "amqp"]
+    unjudged = [f"not judged: {e['message']}" for e in timing.pop("errors")]
+    amqp = [c for c in summaries if c["kind"] == "amqp" and not c.get("one_sided")]
+    one_sided = [c for c in summaries if c["kind"] == "amqp" and c.get("one_sided")]
+    skipped = []
     for c in summaries:
         if c["kind"] == "tls":
-            say(f"skipped {c['connection']}: TLS-encrypted, nothing to judge")
+            skipped.append(f"skipped {c['connection']}: TLS-encrypted, nothing to judge")
         elif c["kind"] == "not-amqp":
-            say(f"skipped {c['connection']}: not AMQP 1.0")
+            skipped.append(f"skipped {c['connection']}: not AMQP 1.0")
+    for line in unjudged + skipped + [f"one-sided {c['connection']}: {c['one_sided']}" for c in one_sided]:
+        say(line)
     if not amqp:
         kinds = Counter(c["kind"] for c in summaries)
+        if one_sided:
+            raise CaptureOneSided(f"the {len(one_sided)} AMQP connection(s) given were captured in one direction "
+                                  "only, nothing can be judged; capture both directions")
         if kinds["tls"]:
             raise CaptureEncrypted(f"the {kinds['tls']} AMQP connection(s) given are TLS-encrypted, nothing can be "
                                    "judged; capture a plain port, or run `observe`")
@@ -276,10 +305,9 @@ def check_on_spark(args, say) -> int:
     for f in objs:
         say(f.line())
     run_id = new_run_id()
-    result = CheckResult(inputs=[str(p) for p in args.captures],
-                         skipped=[c["connection"] for c in summaries if c["kind"] != "amqp"])
+    result = CheckResult(inputs=[str(p) for p in args.captures], skipped=skipped, unjudged=unjudged)
     path = write_run(reports, _Findings(result, objs), command="check --spark", run_id=run_id,
-                     connections=amqp, extra={"spark": target.label, "timing_s": timing})
+                     connections=amqp + one_sided, extra={"spark": target.label, "timing_s": timing})
     history = Path(args.history) if getattr(args, "history", None) else reports / "history"
     rows = write_traffic_findings(history, run_id, findings)
     frames = sum(c["frames"] for c in amqp)
@@ -293,7 +321,7 @@ class _Findings(CheckResult):
     """A CheckResult whose findings come from Spark rows, not from local judges."""
 
     def __init__(self, base: CheckResult, findings: list[Finding]):
-        super().__init__(connections=[], skipped=base.skipped, inputs=base.inputs)
+        super().__init__(connections=[], skipped=base.skipped, inputs=base.inputs, unjudged=base.unjudged)
         self._findings = findings
 
     @property

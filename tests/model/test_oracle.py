@@ -417,6 +417,39 @@ def test_channels_and_handles_are_mapped_per_direction_and_reused_after_detach()
         s.oracle.session(1)
 
 
+@pytest.mark.parametrize("broker_answers", ["in order", "receiver first"])
+def test_a_sender_and_a_receiver_sharing_a_name_are_two_links(broker_answers):
+    """2.6.1: "Link names MUST uniquely identify the link amongst all links of the same direction between the
+    two participating containers" -- a link is its name and its direction, so a sender and a receiver named
+    alike (python-qpid-proton's Container names both links to one address so) are two links, whatever order
+    the attaches come in; each side's credit and counts are its own link's."""
+    from flowsim import Script
+    s = Script("both")
+    s.out(Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100))
+    s.inn(Begin(remote_channel=0, next_outgoing_id=50, incoming_window=100, outgoing_window=100))
+    s.out(Attach(name="q", handle=0, role=False, target=Target(address="q"), initial_delivery_count=10))
+    s.out(Attach(name="q", handle=1, role=True, source=Source(address="q")))
+    answers = [Attach(name="q", handle=4, role=True, target=Target(address="q")),
+               Attach(name="q", handle=5, role=False, source=Source(address="q"), initial_delivery_count=INITIAL)]
+    for body in (answers if broker_answers == "in order" else answers[::-1]):
+        assert s.inn(body) == []
+    assert s.inn(s.broker_flow(handle=4, delivery_count=10, link_credit=2)) == []      # credit for our sender
+    assert s.out(s.our_flow(handle=1, delivery_count=INITIAL, link_credit=3)) == []   # credit for the broker's
+    for _ in range(2):
+        assert s.ids(s.transfer(0, "out"), direction="out") == []
+    for _ in range(3):
+        assert s.ids(s.transfer(5)) == []
+    assert s.ids(s.transfer(5)) == ["2.6.7/no-send-without-credit"]                  # the broker's 4th: beyond 3
+    assert s.ids(s.transfer(0, "out"), direction="out") == ["2.6.7/no-send-without-credit"]   # our 3rd: beyond 2
+    ours, theirs = s.oracle.link(0, 0), s.oracle.link(0, 1)
+    assert (ours.name, ours.sender, ours.broker_handle, ours.messages) == ("q", "out", 4, 3)
+    assert (theirs.name, theirs.sender, theirs.broker_handle, theirs.messages) == ("q", "in", 5, 4)
+    # detaching one leaves the other attached
+    s.out(Detach(handle=0, closed=True))
+    s.inn(Detach(handle=4, closed=True))
+    assert s.oracle.link(0, 1).broker_handle == 5
+
+
 def test_heartbeats_and_unknown_frames_are_counted_but_never_judged():
     o = FlowOracle()
     assert o.observe("in", Frame(0, None)) == []

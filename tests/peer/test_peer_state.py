@@ -123,6 +123,37 @@ def test_server_role_pairs_the_clients_begin_and_attach_with_ours():
     assert link.link_credit == 2
 
 
+def test_a_sender_and_a_receiver_sharing_a_name_are_two_links_in_either_role():
+    """2.6.1: a name identifies a link per direction, so our sender "q" and our receiver "q" are two links,
+    each paired with the other side's attach of the opposite role, whichever comes first (client role) or is
+    answered first (server role)."""
+    state = PeerState()
+    out(state, Begin(next_outgoing_id=0, incoming_window=100, outgoing_window=100))
+    came(state, Begin(remote_channel=0, next_outgoing_id=0, incoming_window=100, outgoing_window=100), channel=2)
+    out(state, Attach(name="q", handle=0, role=False, target=Target(address="q"), initial_delivery_count=5))
+    out(state, Attach(name="q", handle=1, role=True, source=Source(address="q")))
+    came(state, Attach(name="q", handle=8, role=False, source=Source(address="q"), initial_delivery_count=WRAP),
+         channel=2)                                  # the answer to our receiver, first
+    came(state, Attach(name="q", handle=9, role=True, target=Target(address="q")), channel=2)
+    s = state.sessions[0]
+    sender, receiver = s.links[0], s.links[1]
+    assert sender is not receiver
+    assert (sender.is_receiver, sender.remote_handle, sender.delivery_count) == (False, 9, 5)
+    assert (receiver.is_receiver, receiver.remote_handle, receiver.delivery_count) == (True, 8, WRAP)
+
+    server = PeerState()                             # the broker's side: the client attaches both first
+    came(server, Begin(next_outgoing_id=0, incoming_window=10, outgoing_window=10), channel=0)
+    out(server, Begin(remote_channel=0, next_outgoing_id=0, incoming_window=100, outgoing_window=100))
+    came(server, Attach(name="q", handle=0, role=False, target=Target(address="q"), initial_delivery_count=5))
+    came(server, Attach(name="q", handle=1, role=True, source=Source(address="q")))
+    out(server, Attach(name="q", handle=0, role=False, source=Source(address="q"), initial_delivery_count=WRAP))
+    out(server, Attach(name="q", handle=1, role=True, target=Target(address="q")))
+    s = server.sessions[0]
+    ours_sending, ours_receiving = s.links[0], s.links[1]
+    assert (ours_sending.is_receiver, ours_sending.remote_handle) == (False, 1)
+    assert (ours_receiving.is_receiver, ours_receiving.remote_handle, ours_receiving.delivery_count) == (True, 0, 5)
+
+
 def test_detach_and_end_are_recorded():
     state = receiver_session()
     came(state, Detach(handle=7, closed=True), channel=3)

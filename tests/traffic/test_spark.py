@@ -109,3 +109,32 @@ def test_check_spark_on_a_truncated_capture_is_one_line(tmp_path, capsys, spark)
     rc = main(["check", "--spark", "local[2]", str(bad), "--reports-dir", str(tmp_path / "r")])
     err = capsys.readouterr().err
     assert rc == errors.EXIT_CAPTURE_TRUNCATED and err.count("\n") == 1 and "cut short" in err
+
+
+def test_spark_reports_one_sided_skipped_and_unreadable_inputs_as_check_does(tmp_path, capsys, spark):
+    """A directory with a good capture, one captured in one direction only (the server's packets), an HTTP one
+    and a file that is no capture: on Spark as without it, the good one judged, the one-sided one listed (not
+    judged), the HTTP stream skipped, the junk file listed; the same findings."""
+    from capwriter import SERVER, Conversation
+    d = tmp_path / "in"
+    d.mkdir()
+    write_pcap(d / "good.pcap", publisher().packets())
+    src = lambda p: (".".join(str(b) for b in p[26:30]), int.from_bytes(p[34:36], "big"))   # noqa: E731
+    write_pcap(d / "half.pcap", [p for p in publisher().packets(client=("10.0.0.8", 40008)) if src(p) == SERVER])
+    write_pcap(d / "http.pcap", Conversation().c(b"GET / HTTP/1.1\r\n\r\n").s(b"HTTP/1.1 200 OK\r\n\r\n").packets(
+        server=("10.0.0.2", 80)))
+    (d / "junk.pcap").write_bytes(b"\x0a\x0d\x0d\x0a" + bytes(3))
+    rc = main(["check", "--spark", "local[2]", str(d), "--reports-dir", str(tmp_path / "r")])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    lines = out.splitlines()
+    assert "1 connection(s) judged on Spark" in out
+    assert [x for x in lines if x.startswith("one-sided ")] and "only the server's packets" in out
+    assert len([x for x in lines if x.startswith("skipped ")]) == 1
+    assert [x for x in lines if x.startswith("not judged: ") and "junk.pcap" in x]
+    local = judge_all([d])
+    assert [f.requirement_id for f in local.findings] == [RDC]
+    assert [x for x in local.unjudged if "half.pcap holds one direction only" in x and "(exit 25 alone)" in x]
+    run = next((tmp_path / "r" / "traffic").iterdir())
+    meta = json.loads((run / "run.json").read_text())
+    assert len(meta["one_sided"]) == 1 and len(meta["not_judged"]) == 1 and meta["connections"] == 1
