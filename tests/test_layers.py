@@ -22,7 +22,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "conformance"
 LAYERS: list[tuple[str, ...]] = [
     ("=conformance", "conformance.errors"),                      # the version, the exit-code table
     ("conformance.verdict", "conformance.catalogue",             # vocabulary: verdicts, requirements,
-     "conformance.wire", "conformance.options"),                 # the codec; run options are plain data
+     "conformance.wire", "conformance.options",                  # the codec; run options are plain data;
+     "conformance.expectations"),                                # a team's expected verdicts (the CI gate)
     ("conformance.model", "conformance.report"),                 # the sans-IO model; rendering a report model
     ("conformance.peer",),                                       # the scripted peer (sockets, threads)
     ("conformance.brokers", "conformance.clients"),              # brokers and client libraries under test
