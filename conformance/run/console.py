@@ -43,6 +43,8 @@ class Console:
         self.t0 = time.monotonic()
         self._bar_shown = False
         self._label_width = 12
+        self.judge = None              # with --expect: record -> its Judgement (conformance.run.gate)
+        self.expect_path: str | None = None
 
     # -- lines ----------------------------------------------------------------------------------------------
 
@@ -52,8 +54,10 @@ class Console:
         self._write(text + "\n")
         self._draw_bar()
 
-    def begin(self, total: int, run_path, *, cases: int, targets: list[str]) -> None:
+    def begin(self, total: int, run_path, *, cases: int, targets: list[str], judge=None,
+              expect_path: str | None = None) -> None:
         self.total = total
+        self.judge, self.expect_path = judge, expect_path
         self.t0 = time.monotonic()
         self._label_width = max([len(t) for t in targets] + [6])
         brokers = f"{len(targets)} {self.noun}{'s' if len(targets) != 1 else ''}"
@@ -75,6 +79,9 @@ class Console:
         verdict = record.get("verdict", "error")
         head = (f"{self._paint(verdict, f'{verdict:<{WIDTH}}')}  {record.get('case_id', '?'):<9} "
                 f"{record.get('broker', '?'):<{self._label_width}} {record.get('duration_s') or 0:>6.2f} s")
+        judgement = self.judge(record) if self.judge is not None else None
+        if judgement is not None:
+            head += "  " + self._mark(judgement)
         if verdict == "pass":
             return head
         text = deciding_reason(record)
@@ -83,6 +90,15 @@ class Console:
             if room > 10 and len(text) > room:
                 text = text[:room - 1] + "…"
         return f"{head}  {text}"
+
+    def _mark(self, judgement) -> str:
+        """`expected`, `new`, or `UNEXPECTED FAIL (expected pass)` (red when it fails the gate)."""
+        from ..expectations import EXPECTED, NEW
+        if judgement.kind in (EXPECTED, NEW):
+            return f"[{judgement.kind}]"
+        text = f"{judgement.kind.upper()} (expected {judgement.expected_text()}" + \
+            (", flaky: not gating)" if not judgement.gating else ")")
+        return self._paint("fail", text) if judgement.gating else text
 
     # -- the end --------------------------------------------------------------------------------------------
 
@@ -99,8 +115,11 @@ class Console:
         files = ["results.jsonl", "transcripts/"] + [name for name in ("junit.xml", "allure-results/")
                                                      if (path / name.rstrip("/")).exists()]
         self._write(f"\nresults: {path}/  ({', '.join(files)})\n")
+        judgements = getattr(outcome, "judgements", None)
+        if self.summary and judgements is not None:
+            self._write("\n" + gate_lines(judgements, path / "expectations.md", self.expect_path) + "\n")
         if self.summary and not interrupted:
-            self._write(exit_line(records) + "\n")
+            self._write((exit_line(records) if judgements is None else gate_exit_line(judgements)) + "\n")
         self._flush()
 
     def verdict_table(self, records: list[dict]) -> str:
@@ -212,3 +231,27 @@ def exit_line(records: list[dict]) -> str:
     if code == 1:
         return f"exit 1: {must} MUST-level case{'s' if must != 1 else ''} failed"
     return "exit 0: no MUST-level case failed"
+
+
+def gate_lines(judgements: list, summary_path, expect_path: str | None = None) -> str:
+    """The results against the expectations file: the counts, then every result that is not as expected."""
+    from ..expectations import NEW, summary_line
+    lines = [f"expectations: {summary_line(judgements)} (summary: {summary_path})"]
+    lines += [f"  {j.describe(expect_path)}" for j in judgements if j.unexpected or j.kind == NEW]
+    return "\n".join(lines)
+
+
+def gate_exit_line(judgements: list) -> str:
+    """What the gate's exit code says, naming the cells that decide it."""
+    from ..errors import EXIT_CASE_ERROR, EXIT_OK
+    from ..expectations import NEW, gate_exit_code
+    code = gate_exit_code(judgements)
+    gating = [j for j in judgements if j.gating]
+    if code == EXIT_OK:
+        return "exit 0: every result as expected" + (" (new ones aside)" if any(j.kind == NEW for j in judgements)
+                                                      else "")
+    named = ", ".join(f"{j.case_id} on {j.label} ({j.kind}: {j.verdict}, expected {j.expected_text()})"
+                      for j in gating[:5]) + (f", and {len(gating) - 5} more" if len(gating) > 5 else "")
+    what = "an unexpected error: the run broke where no entry expects it" if code == EXIT_CASE_ERROR else \
+        "unexpected result"
+    return f"exit {code}: {len(gating)} {what}{'s' if code != EXIT_CASE_ERROR and len(gating) != 1 else ''}: {named}"

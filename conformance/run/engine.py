@@ -36,7 +36,9 @@ import pytest
 
 from ..errors import ConformanceError, RunBroken, UsageError
 from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
+from . import gate
 from .directory import RunDirectory, read_records
+from .gate import Gate
 from ..options import RunOptions
 from .items import CASES_NODEID, PIPELINE, SUITE_DIR, CaseItem
 from .targets import Brokers, Target
@@ -59,6 +61,7 @@ class Plan:
     junit: bool = False
     allure: bool = False
     pytest_args: list[str] = field(default_factory=list)
+    gate: Gate | None = None                          # --expect / --strict-flaky / --flaky-from (conformance.run.gate)
 
     def resolved_targets(self) -> list[Target]:
         if self.targets is not None:
@@ -75,10 +78,11 @@ class Outcome:
     run: RunDirectory
     records: list[dict]            # the records of this run, in the order the cases finished
     complete: bool                 # every scheduled pair has its record
+    judgements: list | None = None  # with --expect: each record against the file (the gate decides the exit code)
 
     @property
     def exit_code(self) -> int:
-        return exit_code(self.records)
+        return exit_code(self.records) if self.judgements is None else gate.exit_code(self.judgements)
 
 
 def execute(plan: Plan, console=None) -> Outcome:
@@ -101,8 +105,11 @@ def execute(plan: Plan, console=None) -> Outcome:
                                   **plan.meta)
         pipeline = Pipeline(options, [c.id for c in plan.cases], targets, started, run, console)
         pipeline.expected = expected_durations(Path(options.reports_dir), exclude=run.path)
+        pipeline.gate = plan.gate
         if console is not None:
-            console.begin(plan.scheduled, run.path, cases=len(plan.cases), targets=[t.label for t in targets])
+            console.begin(plan.scheduled, run.path, cases=len(plan.cases), targets=[t.label for t in targets],
+                          judge=pipeline.judge if plan.gate is not None else None,
+                          expect_path=plan.gate.path if plan.gate is not None else None)
         output = io.StringIO()
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
             status = pytest.main(_argv(plan, options, run), plugins=[pipeline])
@@ -127,7 +134,10 @@ def execute(plan: Plan, console=None) -> Outcome:
         complete = run.finish(stopped="interrupted (Ctrl-C)" if interrupted else
                               ("pytest stopped early (e.g. --maxfail)" if pipeline.stopped_early() else None))
         run.update_meta(brokers=_identities_from(pipeline.records, started.identities()))
-        outcome = Outcome(run, pipeline.records, complete)
+        outcome = Outcome(run, pipeline.records, complete,
+                          gate.judgements(plan.gate, pipeline.records, {t.label: t.broker for t in targets}))
+        if outcome.judgements is not None:
+            gate.write_summary(run.path, plan.gate, outcome.judgements)
         if console is not None:
             console.end(outcome, interrupted=interrupted)
         if interrupted:
@@ -194,6 +204,7 @@ class Pipeline:
         self._session = None
         self._worker = False
         self.expected: dict[str, float] = {}  # "<label> <case id>" -> its duration in a recent run (ordering)
+        self.gate: Gate | None = None         # what each result is judged against (--expect), in every process
 
     # -- building it ---------------------------------------------------------------------------------------
 
@@ -225,6 +236,7 @@ class Pipeline:
                        Brokers.attached(data["brokers"], data["credentials"]),
                        RunDirectory(Path(run_dir)) if run_dir else None)
         pipeline.expected = dict(data.get("expected") or {})
+        pipeline.gate = Gate.from_json(data.get("gate"))
         return pipeline
 
     def worker_input(self) -> dict:
@@ -232,7 +244,8 @@ class Pipeline:
         records, credentials = self.brokers.crossing()
         return {"options": self.options.to_json(), "cases": self.case_ids,
                 "targets": [t.to_json() for t in self.targets.values()], "brokers": records,
-                "credentials": credentials, "expected": self.expected}
+                "credentials": credentials, "expected": self.expected,
+                "gate": self.gate.to_json() if self.gate is not None else None}
 
     # -- what the suite's test and fixtures ask for -----------------------------------------------------------
 
@@ -243,6 +256,14 @@ class Pipeline:
 
     def labels(self) -> list[str]:
         return list(self.targets)
+
+    def judge(self, record: dict, label: str | None = None):
+        """`record` against the run's expectations (None without --expect), as the broker behind its target."""
+        if self.gate is None:
+            return None
+        label = label or record["broker"]
+        target = self.targets.get(label)
+        return self.gate.judge(record, target.broker if target is not None else label)
 
     def run_one(self, case, label: str):
         """Run one case on the target `label`: the result, recorded (results.jsonl, transcripts) and kept for
