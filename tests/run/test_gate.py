@@ -156,3 +156,28 @@ def test_start_runs_your_broker_build_and_stops_it(tmp_path, capsys, monkeypatch
     code, out = run(capsys, "--start", f"{sys.executable} -c 'import sys; print(\"no licence\"); sys.exit(3)' {{port}}",
                     "--url", "amqp://127.0.0.1:{port}", "--reports-dir", str(tmp_path))
     assert code == EXIT_BROKER_START_FAILED and "exited with 3 before listening (no licence)" in out, out
+
+
+def test_selfcheck_expect_a_fault_shows_as_unexpected_fail_and_nothing_else(tmp_path, reference_url, capsys,
+                                                                           monkeypatch):
+    """The gate itself checked: the file written from a run of the broker; the same cases through the proxy
+    with a fault are unexpected fails only; the direct and no-fault runs are as expected."""
+    monkeypatch.setenv("CI", "true")
+    exp = tmp_path / "e.toml"
+    common = ["2.6.8/1", "2.6.7/1", "--broker", reference_url, "-n", "0", "--reports-dir", str(tmp_path)]
+    assert main(["run", *common, "--write-expect", str(exp)]) == EXIT_OK
+    label = reference_url.split("//")[1]
+    capsys.readouterr()
+    code = main(["selfcheck", *common, "--fault", "drain-stripped", "--expect", str(exp)])
+    out = capsys.readouterr().out
+    assert code == EXIT_OK, out
+    assert "UNEXPECTED FAIL (expected pass)" in out
+    lines = out[out.index("against the expectations in"):].splitlines()
+    assert lines[1].split()[:2] == ["direct", "ok"] and lines[2].split()[:2] == ["proxy", "ok"]
+    assert lines[3].startswith("  drain-stripped") and "ok  1 expected, 1 unexpected fail: 2.6.7/1 unexpected fail" \
+        in lines[3], lines
+    assert lines[-2] == "gate catches every fault and nothing else: yes"
+    report = json.loads((last_run(tmp_path) / "selfcheck.json").read_text())
+    assert report["expectations"]["configs"]["drain-stripped"]["gating"] == [
+        {"case_id": "2.6.7/1", "kind": "unexpected fail", "verdict": "fail", "expected": ["pass"]}]
+    assert label    # the file names the broker by its label; selfcheck judges each proxied run as that broker
