@@ -219,6 +219,10 @@ class Pipeline:
                  ("frame_timeout", "quiet_period", "connect_timeout")}
         options = RunOptions(**{k: v for k, v in given.items() if v is not None})
         cases = select_cases(config.getoption("--case") or None)
+        from argparse import Namespace
+        checked = gate.from_args(Namespace(expect=config.getoption("--expect"),
+                                           flaky_from=config.getoption("--flaky-from"),
+                                           strict_flaky=config.getoption("--strict-flaky")))
         specs = resolve(config.getoption("--broker"), config.getoption("--profile"))
         started = Brokers.start(specs, options, own_node_cases=cases)
         run = None
@@ -226,8 +230,10 @@ class Pipeline:
         if run_dir:
             run = RunDirectory.at(Path(run_dir), brokers=started.identities(),
                                   options={**options.to_json(), "cases": config.getoption("--case")})
-        return cls(options, [c.id for c in cases], [Target(s.name, s.name) for s in specs], started, run,
-                   owns_brokers=True)
+        pipeline = cls(options, [c.id for c in cases], [Target(s.name, s.name) for s in specs], started, run,
+                       owns_brokers=True)
+        pipeline.gate = checked
+        return pipeline
 
     @classmethod
     def for_worker(cls, data: dict, run_dir: str | None) -> "Pipeline":
@@ -369,6 +375,16 @@ class Pipeline:
     def pytest_sessionfinish(self, session) -> None:
         if self.owns_brokers and self.run is not None and not self._worker:     # pytest --run-dir DIR
             self.run.finish(stopped="interrupted (Ctrl-C)" if self.interrupted else None)
+            if self.gate is not None:
+                gate.write_summary(self.run.path, self.gate, [self.judge(r) for r in self.records])
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.owns_brokers and self.gate is not None and not self._worker:    # pytest --expect FILE
+            from .console import gate_lines
+            found = [self.judge(r) for r in self.records]
+            where = self.run.path / gate.SUMMARY_MD if self.run is not None else "not written (no --run-dir)"
+            terminalreporter.write_sep("-", "amqp-conformance: results against the expectations file")
+            terminalreporter.write_line(gate_lines(found, where, self.gate.path))
 
     def pytest_unconfigure(self, config) -> None:
         if self.owns_brokers or self._worker:      # `execute` closes the brokers it started itself

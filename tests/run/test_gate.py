@@ -181,3 +181,24 @@ def test_selfcheck_expect_a_fault_shows_as_unexpected_fail_and_nothing_else(tmp_
     assert report["expectations"]["configs"]["drain-stripped"]["gating"] == [
         {"case_id": "2.6.7/1", "kind": "unexpected fail", "verdict": "fail", "expected": ["pass"]}]
     assert label    # the file names the broker by its label; selfcheck judges each proxied run as that broker
+
+
+def test_the_pytest_plugin_takes_expect_too(tmp_path, drain_broken_url):
+    """`pytest --pyargs conformance.suite --broker URL --expect FILE`: pytest's outcome is the gate's."""
+    import subprocess
+    exp = tmp_path / "e.toml"
+    label = drain_broken_url.split("//")[1]
+    exp.write_text(f'labels = ["{label}"]\n\n[[expect]]\ncase = "2.6.7/1"\non = "{label}"\nverdict = "fail"\n'
+                   'reason = "drain ignored"\n')
+    base = [sys.executable, "-m", "pytest", "--pyargs", "conformance.suite", "-p", "no:cacheprovider", "-p",
+            "no:randomly", "--broker", drain_broken_url, "--case", "2.6.7/1", "--case", "2.6.8/1",
+            "--run-dir", str(tmp_path / "run"), "--junitxml", str(tmp_path / "j.xml"), "--expect", str(exp)]
+    proc = subprocess.run(base, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed, 1 xfailed" in proc.stdout and "2 results: 2 expected" in proc.stdout
+    assert json.loads((tmp_path / "run" / "expectations.json").read_text())["exit"] == 0
+    exp.write_text(exp.read_text().replace('"fail"', '"pass"'))
+    proc = subprocess.run(base, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 1 and "1 failed, 1 passed" in proc.stdout, proc.stdout
+    assert f"UNEXPECTED FAIL 2.6.7/1 on {label}: fail, expected pass" in proc.stdout
+    assert JUnitXml.fromfile(str(tmp_path / "j.xml")).failures == 1
