@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import EXIT_MUST_FAILED, EXIT_OK, ConformanceError, SparkUnavailable, UsageError
 from .. import options as run_options
+from ..run import gate as run_gate
 from ..run import selection
 from ..run.directory import atomic_write_text
 
@@ -45,6 +46,7 @@ def register(sub) -> None:
     p.add_argument("--allure", action="store_true", help="also build the Allure 3 HTML report of the runs")
     p.add_argument("--compact", action="store_true",
                    help="merge every batch of the history into one before the report (safe to interrupt)")
+    run_gate.add_arguments(p, write=False)
     _history_options(p)
     p.set_defaults(func=cmd_report)
 
@@ -148,6 +150,7 @@ def cmd_report(args) -> int:
     reports = _reports(args)
     history = _history(args)
     out = Path(args.out) if args.out else reports / "report"
+    gate = run_gate.from_args(args)                 # a bad expectations file: exit 16 before Spark starts
     run_dirs: list[Path] = []
     if not args.no_ingest:
         sources = [Path(r) for r in args.runs] or [reports]
@@ -165,6 +168,8 @@ def cmd_report(args) -> int:
     _say("analysing the history")
     with spark_job("analysing the history"):
         model = build_model(spark, history)
+    if gate is not None:
+        run_gate.mark_model(model, gate)            # each cell: expected, unexpected ..., new (docs/ci.md)
     validate_model(model)
     out.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(model)

@@ -188,3 +188,36 @@ def write_file(path: str | Path, records: list[dict], *, labels: list[str], case
             ", ".join(f"{r['case_id']} on {r['broker']}" for r in skipped[:5]) + " (fix the run, then write again)"
     return line + ")"
 
+
+
+# -- the report (`amqp-conformance report --expect FILE`) -----------------------------------------------------------
+
+def mark_model(model: dict, gate: Gate) -> dict:
+    """Mark each cell of a report model (conformance.report.model) with what its latest verdict is against the
+    file: `expectation` (a kind of conformance.expectations), `expectation_reason` (the entry's, or None),
+    `expectation_expected` ([verdicts] or None when new), `expectation_flaky` (unexpected on a flaky cell: not
+    gating); and `model["expectations"]` = {file, counts, exit}. A cell the history itself knows as flaky counts
+    as flaky, as do those of --flaky-from. Returns the model."""
+    from ..cases import load_all, load_clients
+    specs = {**load_all(), **load_clients()}
+    broker_of = {c["key"]: c.get("broker") or c["key"].split("@", 1)[0] for c in model.get("columns") or []}
+    history_flaky = {(c["case_id"], broker_of.get(c["column"], c["column"].split("@", 1)[0]))
+                     for c in model.get("cells") or [] if c.get("flaky")}
+    history_flaky |= {(f["case_id"], broker_of.get(f["column"], f["column"].split("@", 1)[0]))
+                      for f in model.get("flaky") or []}
+    marking = Gate(gate.expectations, frozenset(gate.flaky | history_flaky), gate.strict_flaky)
+    found = []
+    for cell in model.get("cells") or []:
+        label = broker_of.get(cell["column"], cell["column"].split("@", 1)[0])
+        spec = specs.get(cell["case_id"])
+        record = {"case_id": cell["case_id"], "verdict": cell["verdict"], "violated": cell.get("violated"),
+                  "subject": list(spec.subject) if spec is not None else [], "broker": label}
+        j = marking.judge(record, label)
+        if j is None:
+            continue
+        found.append(j)
+        cell.update({"expectation": j.kind, "expectation_reason": j.entry.reason if j.entry else None,
+                     "expectation_expected": list(j.expected) if j.expected is not None else None,
+                     "expectation_flaky": j.unexpected and not j.gating})
+    model["expectations"] = {"file": gate.path, "counts": counts(found), "exit": exit_code(found)}
+    return model

@@ -202,3 +202,28 @@ def test_the_pytest_plugin_takes_expect_too(tmp_path, drain_broken_url):
     assert proc.returncode == 1 and "1 failed, 1 passed" in proc.stdout, proc.stdout
     assert f"UNEXPECTED FAIL 2.6.7/1 on {label}: fail, expected pass" in proc.stdout
     assert JUnitXml.fromfile(str(tmp_path / "j.xml")).failures == 1
+
+
+def test_report_cells_are_marked_against_the_file():
+    """`report --expect FILE`: every cell of the model gets its kind (the renderers show it), the history's own
+    flaky cells do not gate."""
+    from conformance.expectations import Expectations
+    from conformance.report.model import example_model, validate_model
+    from conformance.run.gate import Gate, mark_model
+    model = example_model()
+    cells = {(c["case_id"], c["column"]): c for c in model["cells"]}
+    failing = next(c for c in model["cells"] if c["verdict"] == "fail" and c["column"].startswith("rabbitmq-4.0"))
+    exp = Expectations.parse(f'labels = ["rabbitmq-*"]\n\n[[expect]]\ncase = "{failing["case_id"]}"\n'
+                             f'on = "rabbitmq-4.0"\nverdict = "fail"\nreason = "RMQ-7"\n')
+    mark_model(model, Gate(exp))
+    validate_model(model)
+    assert failing["expectation"] == "expected" and failing["expectation_reason"] == "RMQ-7"
+    kinds = {c["expectation"] for c in model["cells"]}
+    assert {"expected", "new"} <= kinds                                   # qpid-proton-c is not in labels
+    assert all(c["expectation"] == "new" or c["expectation"] == "unexpected error"
+               for c in model["cells"] if c["column"].startswith("qpid-proton-c"))
+    flaky = cells[("2.7.4/1", "rabbitmq-4.0@4.0.5")]
+    if flaky["verdict"] != "pass":
+        assert flaky["expectation_flaky"]                                 # the history knows it flaky
+    assert model["expectations"]["file"] == "expectations.toml"
+    assert sum(v for k, v in model["expectations"]["counts"].items() if k != "flaky") == len(model["cells"])
