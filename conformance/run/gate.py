@@ -45,6 +45,7 @@ class Gate:
     expectations: Expectations | None = None
     flaky: frozenset = field(default_factory=frozenset)     # (case id, label) known flaky outside the file
     strict_flaky: bool = False
+    flaky_from: str | None = None                            # where `flaky` came from (--flaky-from)
 
     def judge(self, record: dict, label: str | None = None) -> Judgement | None:
         if self.expectations is None:
@@ -59,14 +60,15 @@ class Gate:
 
     def to_json(self) -> dict:
         return {"expectations": self.expectations.to_json() if self.expectations is not None else None,
-                "flaky": sorted(self.flaky), "strict_flaky": self.strict_flaky}
+                "flaky": sorted(self.flaky), "strict_flaky": self.strict_flaky, "flaky_from": self.flaky_from}
 
     @classmethod
     def from_json(cls, data: dict | None) -> "Gate | None":
         if not data:
             return None
         exp = Expectations.from_json(data["expectations"]) if data.get("expectations") else None
-        return cls(exp, frozenset(tuple(x) for x in data.get("flaky") or ()), bool(data.get("strict_flaky")))
+        return cls(exp, frozenset(tuple(x) for x in data.get("flaky") or ()), bool(data.get("strict_flaky")),
+                   data.get("flaky_from"))
 
 
 def from_args(args, kind: str = "broker") -> Gate | None:
@@ -81,7 +83,7 @@ def from_args(args, kind: str = "broker") -> Gate | None:
     if not expect:
         return None
     flaky = flaky_from_report(flaky_from) if flaky_from else frozenset()
-    return Gate(load(expect), flaky, strict)
+    return Gate(load(expect), flaky, strict, str(flaky_from) if flaky_from else None)
 
 
 def load(path: str | Path) -> Expectations:
@@ -110,7 +112,7 @@ def write_summary(run_path: Path, gate: Gate, found: list[Judgement]) -> None:
     """expectations.json (every judgement, the counts, the exit code) and expectations.md (the same for a CI job
     summary) in the run directory."""
     from ..results import atomic_write_json, atomic_write_text
-    data = {"file": gate.path, "strict_flaky": gate.strict_flaky, "counts": counts(found),
+    data = {"file": gate.path, "strict_flaky": gate.strict_flaky, "flaky_from": gate.flaky_from, "counts": counts(found),
             "exit": exit_code(found), "results": [j.to_json() for j in found]}
     atomic_write_json(Path(run_path) / SUMMARY_JSON, data, strict=True)
     atomic_write_text(Path(run_path) / SUMMARY_MD, render_markdown(found, gate.path))
@@ -205,7 +207,7 @@ def mark_model(model: dict, gate: Gate) -> dict:
                      for c in model.get("cells") or [] if c.get("flaky")}
     history_flaky |= {(f["case_id"], broker_of.get(f["column"], f["column"].split("@", 1)[0]))
                       for f in model.get("flaky") or []}
-    marking = Gate(gate.expectations, frozenset(gate.flaky | history_flaky), gate.strict_flaky)
+    marking = Gate(gate.expectations, frozenset(gate.flaky | history_flaky), gate.strict_flaky, gate.flaky_from)
     found = []
     for cell in model.get("cells") or []:
         label = broker_of.get(cell["column"], cell["column"].split("@", 1)[0])
