@@ -24,6 +24,7 @@ from collections import Counter, defaultdict
 from typing import TextIO
 
 from ..verdict import ANSI_COLOUR as COLOURS, VERDICTS as ORDER
+from . import gate
 WIDTH = max(len(v) for v in ORDER)
 
 
@@ -98,7 +99,8 @@ class Console:
             return f"[{judgement.kind}]"
         text = f"{judgement.kind.upper()} (expected {judgement.expected_text()}" + \
             (", flaky: not gating)" if not judgement.gating else ")")
-        return self._paint("fail", text) if judgement.gating else text
+        from ..verdict import Verdict
+        return self._paint(Verdict.FAIL.value, text) if judgement.gating else text
 
     # -- the end --------------------------------------------------------------------------------------------
 
@@ -117,9 +119,9 @@ class Console:
         self._write(f"\nresults: {path}/  ({', '.join(files)})\n")
         judgements = getattr(outcome, "judgements", None)
         if self.summary and judgements is not None:
-            self._write("\n" + gate_lines(judgements, path / "expectations.md", self.expect_path) + "\n")
+            self._write("\n" + gate.lines(judgements, path / gate.SUMMARY_MD, self.expect_path) + "\n")
         if self.summary and not interrupted:
-            self._write((exit_line(records) if judgements is None else gate_exit_line(judgements)) + "\n")
+            self._write((exit_line(records) if judgements is None else gate.exit_line(judgements)) + "\n")
         self._flush()
 
     def verdict_table(self, records: list[dict]) -> str:
@@ -232,26 +234,3 @@ def exit_line(records: list[dict]) -> str:
         return f"exit 1: {must} MUST-level case{'s' if must != 1 else ''} failed"
     return "exit 0: no MUST-level case failed"
 
-
-def gate_lines(judgements: list, summary_path, expect_path: str | None = None) -> str:
-    """The results against the expectations file: the counts, then every result that is not as expected."""
-    from ..expectations import NEW, summary_line
-    lines = [f"expectations: {summary_line(judgements)} (summary: {summary_path})"]
-    lines += [f"  {j.describe(expect_path)}" for j in judgements if j.unexpected or j.kind == NEW]
-    return "\n".join(lines)
-
-
-def gate_exit_line(judgements: list) -> str:
-    """What the gate's exit code says, naming the cells that decide it."""
-    from ..errors import EXIT_CASE_ERROR, EXIT_OK
-    from ..expectations import NEW, gate_exit_code
-    code = gate_exit_code(judgements)
-    gating = [j for j in judgements if j.gating]
-    if code == EXIT_OK:
-        return "exit 0: every result as expected" + (" (new ones aside)" if any(j.kind == NEW for j in judgements)
-                                                      else "")
-    named = ", ".join(f"{j.case_id} on {j.label} ({j.kind}: {j.verdict}, expected {j.expected_text()})"
-                      for j in gating[:5]) + (f", and {len(gating) - 5} more" if len(gating) > 5 else "")
-    what = "an unexpected error: the run broke where no entry expects it" if code == EXIT_CASE_ERROR else \
-        "unexpected result"
-    return f"exit {code}: {len(gating)} {what}{'s' if code != EXIT_CASE_ERROR and len(gating) != 1 else ''}: {named}"

@@ -380,11 +380,10 @@ class Pipeline:
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.owns_brokers and self.gate is not None and not self._worker:    # pytest --expect FILE
-            from .console import gate_lines
             found = [self.judge(r) for r in self.records]
             where = self.run.path / gate.SUMMARY_MD if self.run is not None else "not written (no --run-dir)"
             terminalreporter.write_sep("-", "amqp-conformance: results against the expectations file")
-            terminalreporter.write_line(gate_lines(found, where, self.gate.path))
+            terminalreporter.write_line(gate.lines(found, where, self.gate.path))
 
     def pytest_unconfigure(self, config) -> None:
         if self.owns_brokers or self._worker:      # `execute` closes the brokers it started itself

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from ..errors import UsageError
+from ..errors import EXIT_CASE_ERROR, EXIT_OK, UsageError
 from ..expectations import (ADVICE, KINDS, NEW, UNEXPECTED, Expectations, Judgement, counts, flaky_from_report,
                             gate_exit_code, render, summary_line, written_from)
 
@@ -104,6 +104,30 @@ def judgements(gate: Gate | None, records: Iterable[dict], bases: dict[str, str]
 
 def exit_code(found: list[Judgement]) -> int:
     return gate_exit_code(found)
+
+
+# -- the console's lines -------------------------------------------------------------------------------------
+
+def lines(judgements: list, summary_path, expect_path: str | None = None) -> str:
+    """The results against the expectations file: the counts, then every result that is not as expected."""
+    out = [f"expectations: {summary_line(judgements)} (summary: {summary_path})"]
+    out += [f"  {j.describe(expect_path)}" for j in judgements if j.unexpected or j.kind == NEW]
+    return "\n".join(out)
+
+
+def exit_line(judgements: list) -> str:
+    """What the gate's exit code says, naming the cells that decide it."""
+    code = gate_exit_code(judgements)
+    gating = [j for j in judgements if j.gating]
+    if code == EXIT_OK:
+        return "exit 0: every result as expected" + (" (new ones aside)" if any(j.kind == NEW for j in judgements)
+                                                      else "")
+    named = ", ".join(f"{j.case_id} on {j.label} ({j.kind}: {j.verdict}, expected {j.expected_text()})"
+                      for j in gating[:5]) + (f", and {len(gating) - 5} more" if len(gating) > 5 else "")
+    what = f"unexpected result{'s' if len(gating) != 1 else ''}"
+    if code == EXIT_CASE_ERROR:
+        what += ", among them an error (the run broke where no entry expects it)"
+    return f"exit {code}: {len(gating)} {what}: {named}"
 
 
 # -- the run directory's summary ----------------------------------------------------------------------------------
