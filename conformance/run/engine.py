@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 
-from ..errors import ConformanceError, RunBroken, UsageError
+from ..errors import EXIT_CASE_ERROR, EXIT_OK, ConformanceError, RunBroken, UsageError
 from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
 from . import gate
 from .directory import RunDirectory, read_records
@@ -82,7 +82,10 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        return exit_code(self.records) if self.judgements is None else gate.exit_code(self.judgements)
+        if self.judgements is None:
+            return exit_code(self.records)
+        code = gate.exit_code(self.judgements)        # a gate never goes green on a run that did not finish
+        return EXIT_CASE_ERROR if code == EXIT_OK and not self.complete else code
 
 
 def execute(plan: Plan, console=None) -> Outcome:

@@ -227,3 +227,13 @@ def test_report_cells_are_marked_against_the_file():
         assert flaky["expectation_flaky"]                                 # the history knows it flaky
     assert model["expectations"]["file"] == "expectations.toml"
     assert sum(v for k, v in model["expectations"]["counts"].items() if k != "flaky") == len(model["cells"])
+
+
+def test_a_gated_run_that_did_not_finish_is_never_green():
+    """Every recorded result as expected, but not every scheduled case recorded (pytest stopped early): 14."""
+    from conformance.errors import EXIT_CASE_ERROR
+    from conformance.expectations import Expectations
+    from conformance.run.engine import Outcome
+    j = Expectations().judge({"case_id": "2.6.8/1", "verdict": "pass", "broker": "m"})
+    assert Outcome(None, [], True, [j]).exit_code == EXIT_OK
+    assert Outcome(None, [], False, [j]).exit_code == EXIT_CASE_ERROR
