@@ -1,4 +1,5 @@
-"""A broker your own build starts: `run --start CMD --url URL` (a broker team's CI runs its fresh build this way).
+"""A broker your own build starts: `run --start CMD --url URL` (a broker team's CI runs its fresh build this way),
+and a command build of `bisect` / `bisect-run`.
 
 This module owns that process: the command (split like a shell line, `{port}` filled in with a free loopback
 port, also in the URL), started in a session of its own, waited for until the URL's port accepts connections
@@ -46,8 +47,8 @@ class StartedCommand:
             self.process = subprocess.Popen(argv, stdout=self._output, stderr=subprocess.STDOUT,
                                             start_new_session=True)
         except OSError as exc:
-            raise BrokerStartFailed(f"{self.label}: --start could not run {argv[0]!r} ({exc.strerror}); check "
-                                    "the command") from None
+            raise BrokerStartFailed(f"{self.label}: its command could not run {argv[0]!r} ({exc.strerror}); "
+                                    "check the command") from None
         try:
             self._wait_ready(address.host, address.port)
         except BaseException:
@@ -61,15 +62,16 @@ class StartedCommand:
             if self.process.poll() is not None:
                 self._output.seek(0)
                 err = self._output.read().decode(errors="replace").strip().splitlines()
-                raise BrokerStartFailed(f"{self.label}: the --start command exited with {self.process.returncode} "
-                                        f"before listening ({err[-1] if err else 'no output'})")
+                raise BrokerStartFailed(f"{self.label}: its command exited with {self.process.returncode} before "
+                                        f"listening ({err[-1] if err else 'no output'})")
             try:
                 with socket.create_connection((host, port), timeout=0.5):
                     return
             except OSError:
                 if time.monotonic() > deadline:
                     raise BrokerStartFailed(f"{self.label}: nothing listens on {host}:{port} {self.ready_timeout:g} s "
-                                            "after --start; check --url, or raise --ready-timeout") from None
+                                            "after its command started; check the URL, or give it longer "
+                                            "(--ready-timeout)") from None
                 time.sleep(0.1)  # bounded-wait-ok: polling a starting process's port with a deadline
 
     def stop(self) -> None:
