@@ -208,7 +208,8 @@ def test_report_cells_are_marked_against_the_file():
     """`report --expect FILE`: every cell of the model gets its kind (the renderers show it), the history's own
     flaky cells do not gate."""
     from conformance.expectations import Expectations
-    from conformance.report.model import example_model, validate_model
+    from conformance.report.model import validate_model
+    from report_example import example_model
     from conformance.run.gate import Gate, mark_model
     model = example_model()
     cells = {(c["case_id"], c["column"]): c for c in model["cells"]}
