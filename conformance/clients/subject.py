@@ -31,6 +31,7 @@ class ClientSubject:
         self.name = name or lib.label
         self.product = product or lib.name
         self.version = version or lib.version
+        self._ask_driver = argv is not None and not version      # a driver the suite does not ship says who it is
         self._argv, self._env = argv, env
         self.ready_timeout = ready_timeout
         self._driver: Driver | None = None
@@ -59,8 +60,9 @@ class ClientSubject:
         self._driver = Driver(argv, name=self.name, env=env, cwd=cwd, ready_timeout=self.ready_timeout)
         self.starts += 1
         hello = self._driver.hello
-        if hello.get("version"):
-            self.version = str(hello["version"]) if self._argv is not None else self.version
+        if self._ask_driver:
+            self.version = str(hello.get("version") or self.version or "unknown")
+            self.product = str(hello.get("library") or self.product)
         return self._driver
 
     def discard(self) -> None:

@@ -121,7 +121,9 @@ def _spark(args):
                                "'amqp-conformance[report]'") from None
     from .spark import SparkTarget, session
     t0 = time.monotonic()
-    target = SparkTarget(master=args.spark_master, remote=args.spark_remote)
+    # Spark's own SPARK_REMOTE (a CI job with a Spark Connect service) unless an option says otherwise
+    remote = args.spark_remote or (None if args.spark_master else os.environ.get("SPARK_REMOTE") or None)
+    target = SparkTarget(master=args.spark_master, remote=remote)
     _say(f"starting Spark ({target.label})")
     spark = session(target, log_file=_reports(args) / "spark.log")
     _say(f"Spark ready in {time.monotonic() - t0:.1f} s")

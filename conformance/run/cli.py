@@ -42,6 +42,13 @@ def register(sub) -> None:
     p.add_argument("--client", action="append", default=[], metavar="LIBRARY",
                    help="judge a client library instead of a broker (the suite plays the broker): a name "
                         "(newest pinned release) or a label such as rhea-2.0.8 (`clients list`); repeatable")
+    p.add_argument("--client-from", default=None, metavar="PATH",
+                   help="with one --client: judge your own build of that library instead of a pinned release (a "
+                        "wheel, sdist or pip-installable directory; an npm package directory or tarball); its "
+                        "label is NAME-local unless --label names it")
+    p.add_argument("--client-driver", default=None, metavar="CMD",
+                   help="judge a library the suite has no driver for: CMD runs your driver, which speaks "
+                        "clients/PROTOCOL.md; needs --label")
     run_options.add_arguments(p)
     run_gate.add_arguments(p)
     p.add_argument("--json", action="store_true",
@@ -53,7 +60,7 @@ def cmd_run(args) -> int:
     from .console import Console
     from .engine import Plan
     options = run_options.from_args(args)                                # exit 2 for a bad value
-    if getattr(args, "client", None):
+    if getattr(args, "client", None) or getattr(args, "client_from", None) or getattr(args, "client_driver", None):
         return _run_clients(args, options)
     cases = selection.select_cases(args.selectors, args.keyword)        # exit 3 unknown case, 2 bad -k
     gate = run_gate.from_args(args)                                     # exit 16 bad expectations
@@ -122,19 +129,53 @@ def _run_clients(args, options) -> int:
     if args.broker:
         raise UsageError("--client and --broker judge different sides; run them separately")
     cases = selection.select_cases(args.selectors, args.keyword, kind="client")
-    if args.start or args.url or args.label:
-        raise UsageError("--start, --url and --label name a broker; --client names the library")
+    if args.start or args.url:
+        raise UsageError("--start and --url name a broker; --client names the library")
     gate = run_gate.from_args(args, "client")                           # exit 16 bad expectations
-    subjects = [ClientSubject(resolve_client(name)) for name in dict.fromkeys(args.client)]
+    meta: dict = {"subject_kind": "client"}
+    if args.client_from or args.client_driver:
+        subject, meta["client_builds"] = _own_build(args)               # exit 2 bad path, 8 install failed
+        subjects = [subject]
+    else:
+        if args.label:
+            raise UsageError("--label names a broker, or your own build of a client (--client-from, "
+                             "--client-driver); a pinned release is named by its label")
+        subjects = [ClientSubject(resolve_client(name)) for name in dict.fromkeys(args.client)]
     for subject in subjects:
         subject.check()                                                 # exit 8: not provisioned
     console = (Console(sys.stderr, json_stream=sys.stdout, noun="client") if args.json
                else Console(sys.stdout, noun="client"))
     plan = Plan(cases, subjects, options, selection={"cases": list(args.selectors), "keyword": args.keyword},
-                meta={"subject_kind": "client"}, junit=True, allure=True, pytest_args=list(args.pytest_args),
-                gate=gate)
+                meta=meta, junit=True, allure=True, pytest_args=list(args.pytest_args), gate=gate)
     try:
         return _execute(plan, console, args)
     finally:
         for subject in subjects:
             subject.discard()
+
+
+def _own_build(args):
+    """The subject of `--client NAME --client-from PATH` (the team's build of a library the suite drives,
+    installed into its own cache entry) or of `--client-driver CMD --label NAME` (a driver the suite does not
+    ship), and what run.json says of it."""
+    import os
+    from ..clients import ClientSubject, Library, resolve as resolve_client
+    from ..clients import local
+    from ..errors import UsageError
+    if args.client_from and args.client_driver:
+        raise UsageError("--client-from installs your build for the suite's driver, --client-driver runs your own "
+                         "driver: give one of them")
+    if args.client_driver:
+        if args.client or not args.label:
+            raise UsageError("--client-driver CMD needs --label NAME (its name in results and expectations) and "
+                             "no --client (the suite knows no driver of that library)")
+        argv = local.driver_command(args.client_driver)
+        label = local.check_label(args.label)
+        lib = Library(label, "", "unknown", "none", "", "", "a driver given with --client-driver")
+        return ClientSubject(lib, argv=argv, name=label), {label: {"driver": args.client_driver}}
+    if len(args.client) != 1:
+        raise UsageError("--client-from PATH is your build of one library: give exactly one --client NAME")
+    build = local.install(resolve_client(args.client[0]), args.client_from, args.label)
+    subject = ClientSubject(build.lib, argv=list(build.argv), env={**os.environ, **dict(build.env)},
+                            name=build.label, version=build.version)
+    return subject, {build.label: build.meta()}
