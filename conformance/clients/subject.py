@@ -3,8 +3,9 @@
 `ClientSubject(lib)` has what the executor asks of any subject (`name` = the library's label, `product`,
 `version`, `lock_key`, `alive()`, `log_tail()`, `has_hook()` (none)) and what client cases need:
 `driver()`, one driver process kept for the whole run (a JVM starts once), started when first asked for and
-started afresh after one that hung or crashed (`discard()`). It is no broker: it has no URL or queues (the
-case's scripted broker is the server).
+started afresh after one that hung or crashed (`discard()`). Given its driver's `argv` and no version (a
+driver the suite does not ship), the driver's `ready` line names the product and version. It is no broker:
+it has no URL or queues (the case's scripted broker is the server).
 """
 
 from __future__ import annotations

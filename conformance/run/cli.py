@@ -6,7 +6,9 @@ Exit codes: before anything runs, the codes of conformance.errors (2 usage, 3 un
 ended in `error`, else 1 when a MUST-level case failed, else 0; with --expect FILE the gate decides instead
 (14 an unexpected error, 1 an unexpected result, 0 all as expected: conformance.expectations); 130 after
 Ctrl-C (the finished cases are kept). `--start CMD --url URL` runs against a broker your build starts
-(conformance.brokers.command), `--label` names a broker given by URL in results and expectations.
+(conformance.brokers.command), `--label` names a broker given by URL in results and expectations. `--client
+NAME` judges a client library's pinned release, `--client-from PATH` a team's own build of it and
+`--client-driver CMD` a driver of the team's own (conformance.clients.local), under `--label`.
 """
 
 from __future__ import annotations
