@@ -335,6 +335,9 @@ def test_every_recipe_parses_and_says_what_the_docs_say():
             scripts = [line for job in data.values() if isinstance(job, dict)
                        for line in (job.get("before_script") or []) + job.get("script", [])]
         text = "\n".join(scripts)
+        for script in scripts:                      # what the runner's bash reads (a quote in ${X:?...} breaks it)
+            syntax = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)
+            assert syntax.returncode == 0, f"{f.name}: {syntax.stderr}{script}"
         assert "amqp-conformance/dev" in text and "${{" not in text, f.name
         assert "git clone --depth 1 " in text and '"${AMQP_CONFORMANCE_GIT:?' in text, \
             f"{f.name}: the suite comes from the git URL the team sets (AMQP_CONFORMANCE_GIT)"
