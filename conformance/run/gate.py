@@ -171,8 +171,8 @@ def render_markdown(found: list[Judgement], path: str | None, max_items: int = 5
     out += listed("Unexpected: these fail the gate", gating)
     out += listed("Unexpected on flaky cells (not gating)", [j for j in found if j.unexpected and not j.gating])
     out += listed("New: no expectation yet", [j for j in found if j.kind == NEW])
-    out += ["", "Kinds: " + "; ".join(f"**{k}**: {ADVICE[k]}" for k in UNEXPECTED + (NEW,)) + ".", ""]
-    return "\n".join(out)
+    out += ["", "Kinds: " + "; ".join(f"**{k}**: {ADVICE[k]}" for k in UNEXPECTED + (NEW,)) + "."]
+    return "\n".join(out) + "\n\n"       # ends with a blank line: a CI job summary appends report.md after it
 
 
 def _md(text: str) -> str:
