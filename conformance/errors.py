@@ -23,6 +23,7 @@ EXIT_BAD_RESULTS = 12         # missing / corrupted results directory or file
 EXIT_SPARK_UNAVAILABLE = 13   # no Java, or the Spark master / Spark Connect server cannot be reached
 EXIT_CASE_ERROR = 14          # the run broke: a case ended in `error` (takes precedence over 1), or the engine did
 EXIT_NOT_AMQP = 15            # the target is not an AMQP 1.0 server: it answered our protocol header with other bytes
+EXIT_BAD_EXPECTATIONS = 16    # a malformed expectations file (--expect), or an entry for a case or requirement that does not exist
 # 21-25: `check` of capture files (conformance/traffic)
 EXIT_CAPTURE_TRUNCATED = 21   # a pcap / pcapng file cut short in the middle of a packet or block
 EXIT_CAPTURE_NO_AMQP = 22     # a capture without AMQP in it (e.g. HTTP traffic only)
@@ -89,6 +90,12 @@ class NotAmqpServer(ConformanceError):
 
 class BadResults(ConformanceError):
     exit_code = EXIT_BAD_RESULTS
+
+
+class BadExpectations(ConformanceError):
+    """The expectations file (`run --expect`) is malformed or names a case or requirement the suite lacks."""
+
+    exit_code = EXIT_BAD_EXPECTATIONS
 
 
 class SparkUnavailable(ConformanceError):

@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("=conformance", "conformance.errors"),                      # the version, the exit-code table
     ("conformance.verdict", "conformance.results",               # vocabulary: verdicts, the case record,
      "conformance.catalogue", "conformance.wire",                # requirements, the codec; run options are
-     "conformance.options"),                                     # plain data
+     "conformance.options", "conformance.expectations"),         # plain data; a team's expected verdicts
     ("conformance.model", "conformance.report"),                 # the sans-IO model; rendering a report model
     ("conformance.peer",),                                       # the scripted peer (sockets, threads)
     ("conformance.brokers", "conformance.clients"),              # brokers and client libraries under test

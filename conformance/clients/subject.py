@@ -3,8 +3,9 @@
 `ClientSubject(lib)` has what the executor asks of any subject (`name` = the library's label, `product`,
 `version`, `lock_key`, `alive()`, `log_tail()`, `has_hook()` (none)) and what client cases need:
 `driver()`, one driver process kept for the whole run (a JVM starts once), started when first asked for and
-started afresh after one that hung or crashed (`discard()`). It is no broker: it has no URL or queues (the
-case's scripted broker is the server).
+started afresh after one that hung or crashed (`discard()`). Given its driver's `argv` and no version (a
+driver the suite does not ship), the driver's `ready` line names the product and version. It is no broker:
+it has no URL or queues (the case's scripted broker is the server).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class ClientSubject:
         self.name = name or lib.label
         self.product = product or lib.name
         self.version = version or lib.version
+        self._ask_driver = argv is not None and not version      # a driver the suite does not ship says who it is
         self._argv, self._env = argv, env
         self.ready_timeout = ready_timeout
         self._driver: Driver | None = None
@@ -59,8 +61,9 @@ class ClientSubject:
         self._driver = Driver(argv, name=self.name, env=env, cwd=cwd, ready_timeout=self.ready_timeout)
         self.starts += 1
         hello = self._driver.hello
-        if hello.get("version"):
-            self.version = str(hello["version"]) if self._argv is not None else self.version
+        if self._ask_driver:
+            self.version = str(hello.get("version") or self.version or "unknown")
+            self.product = str(hello.get("library") or self.product)
         return self._driver
 
     def discard(self) -> None:

@@ -89,7 +89,7 @@ def targets_for(broker_name: str, faults: list[str]) -> dict[str, Target]:
 
 
 def run_selfcheck(broker, cases: list, faults: list[str], *, options: RunOptions | None = None,
-                  selection: dict | None = None, console=None) -> tuple[dict, Outcome]:
+                  selection: dict | None = None, console=None, gate=None) -> tuple[dict, Outcome]:
     """Run every configuration as one run of the pipeline and return (the report, the run's outcome); the
     report is also written into the run directory.
 
@@ -100,7 +100,7 @@ def run_selfcheck(broker, cases: list, faults: list[str], *, options: RunOptions
     targets = targets_for(name, faults)
     register()
     plan = Plan(list(cases), [broker], options, targets=list(targets.values()), meta={"kind": "selfcheck"},
-                selection={**(selection or {}), "faults": list(faults)}, pytest_args=["-p", __name__])
+                selection={**(selection or {}), "faults": list(faults)}, pytest_args=["-p", __name__], gate=gate)
     outcome = execute(plan, console)
     by_label = {t.label: config for config, t in targets.items()}
     runs = {config: {"verdicts": {}, "records": {}, "duration_s": 0.0} for config in targets}
@@ -122,8 +122,45 @@ def run_selfcheck(broker, cases: list, faults: list[str], *, options: RunOptions
         report = build_transport_report(who, case_ids, faults, runs, options)
     else:
         report = build_report(who, case_ids, faults, runs, options)
+    if outcome.judgements is not None:
+        pairs = [(by_label[r["broker"]], j) for r, j in zip(outcome.records, outcome.judgements)]
+        report["expectations"] = gate_report(pairs, faults, gate.path)
     write_report(outcome.run.path, report)
     return report, outcome
+
+
+def gate_report(pairs: list[tuple[str, object]], faults: list[str], path: str | None) -> dict:
+    """The runs against the expectations file (`selfcheck --expect`), from (configuration, judgement) pairs:
+    the direct and no-fault runs must be as expected, and each fault must show as unexpected fail and as
+    nothing else that fails the gate."""
+    from ..expectations import UNEXPECTED_FAIL, counts
+    per: dict[str, list] = {config: [] for config in configs_for(faults)}
+    for config, judgement in pairs:
+        per[config].append(judgement)
+    rows = {}
+    for config, found in per.items():
+        gating = [j for j in found if j.gating]
+        ok = not gating if config in (DIRECT, PROXY) else \
+            bool(gating) and all(j.kind == UNEXPECTED_FAIL for j in gating)
+        rows[config] = {"counts": counts(found), "ok": ok,
+                        "gating": [{"case_id": j.case_id, "kind": j.kind, "verdict": j.verdict,
+                                    "expected": list(j.expected or ())} for j in gating]}
+    return {"file": path, "configs": rows, "ok": all(row["ok"] for row in rows.values())}
+
+
+def render_gate_text(report: dict) -> str:
+    """Each configuration against the expectations file, one line; then whether the gate caught every fault."""
+    gate = report["expectations"]
+    out = ["", f"against the expectations in {gate['file']} (direct and proxy: all as expected; each fault: "
+               "unexpected fail and nothing else)"]
+    for config, row in gate["configs"].items():
+        c = row["counts"]
+        seen = ", ".join(f"{c[k]} {k}" for k in c if c[k] and k != "flaky") or "no results"
+        named = "; ".join(f"{g['case_id']} {g['kind']} ({g['verdict']}, expected {' or '.join(g['expected']) or 'nothing'})"
+                          for g in row["gating"])
+        out.append(f"  {config:<24} {'ok ' if row['ok'] else 'NO '} {seen}" + (f": {named}" if named else ""))
+    out.append("gate catches every fault and nothing else: " + ("yes" if gate["ok"] else "NO"))
+    return "\n".join(out)
 
 
 def _flips(before: dict[str, str], after: dict[str, str]) -> dict[str, tuple[str, str]]:
@@ -277,6 +314,8 @@ def write_report(path: Path, report: dict) -> None:
     path = Path(path)
     (path / "selfcheck.json").write_text(json.dumps(report, indent=2, sort_keys=True), "utf-8")
     markdown = render_transport_markdown(report) if report.get("kind") == "transport" else render_markdown(report)
+    if "expectations" in report:
+        markdown += "\n## Against the expectations file\n\n```\n" + render_gate_text(report).strip() + "\n```\n"
     (path / "selfcheck.md").write_text(markdown, "utf-8")
 
 

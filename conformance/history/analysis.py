@@ -157,10 +157,17 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
     known_cases = {**load_all(), **load_clients()}
 
     from ..clients.library import BY_LABEL as CLIENT_RELEASES
-    for info in columns_info.values():
+    # a team's own build (run --client-from / --client-driver) is no pinned release: its cells are client cases
+    client_cases = load_clients()
+    judged_clients = {a["column"] for a in aggregates} - {a["column"] for a in aggregates
+                                                           if a["case_id"] not in client_cases}
+    libraries = {lib.name for lib in CLIENT_RELEASES.values()}
+    for key, info in columns_info.items():
         info["series"] = series_of(info["broker"])
-        if info["broker"] in CLIENT_RELEASES:
+        if info["broker"] in CLIENT_RELEASES or key in judged_clients:
             info["subject"] = "client"          # report.clients draws these columns in the client matrix
+            if info["broker"] not in CLIENT_RELEASES and info.get("product") in libraries:
+                info["series"] = info["product"]                    # rhea-local: beside rhea's releases
     columns = sorted(columns_info, key=lambda key: (columns_info[key]["series"],
                                                     version_key(columns_info[key]["version"]),
                                                     columns_info[key]["broker"]))

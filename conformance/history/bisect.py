@@ -7,23 +7,17 @@ on the builds the search needs and the history lacks; each run goes through the 
 (`conformance.run`) as an ordinary run directory, so the history learns it. `bisect-run` is the
 `git bisect run` mode's step: 0 good, 1 bad, 125 cannot test.
 
-Processes live here (starting command builds); the search itself is `search()`, pure.
+Command builds are started by `conformance.brokers.command`; the search itself is `search()`, pure.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
-import signal
-import socket
-import subprocess
-import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import EXIT_BROKER_START_FAILED, ConformanceError, UsageError
+from ..errors import ConformanceError, UsageError
 from ..results import check_verdict, is_broken, is_untestable
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
@@ -210,11 +204,12 @@ def outcome_of(verdict: str) -> str:
 
 class StartedBuild:
     """What a build needs before the run pipeline can take it: a process started by the build's command and
-    listening (managed brokers and URLs need nothing). `broker` is what the run is given: a BrokerSpec."""
+    listening (`conformance.brokers.command`; managed brokers and URLs need nothing). `broker` is what the run
+    is given: a BrokerSpec."""
 
     def __init__(self, build: Build):
         self.build = build
-        self.process: subprocess.Popen | None = None
+        self.command = None
         self.broker = None
 
     def __enter__(self):
@@ -230,46 +225,18 @@ class StartedBuild:
             return self
         url = build.url
         if build.command:
-            from ..brokers.managed import free_port
-            port = free_port()
-            url = url.replace("{port}", str(port))
-            self.process = subprocess.Popen(shlex.split(build.command.replace("{port}", str(port))),
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                            start_new_session=True)
-            self._wait_ready(url, build.ready_timeout)
+            from ..brokers.command import StartedCommand
+            self.command = StartedCommand(build.command, url, label=f"build {build.label}",
+                                          ready_timeout=build.ready_timeout).__enter__()
+            url = self.command.url
         self.broker = brokers.BrokerSpec(build.label, url, build.profile or "generic")
         return self
-
-    def _wait_ready(self, url: str, timeout: float) -> None:
-        from ..peer import parse_url
-        address = parse_url(url)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.process.poll() is not None:
-                err = (self.process.stderr.read() or b"").decode(errors="replace").strip().splitlines()
-                raise ConformanceError(f"build {self.build.label}: its command exited with "
-                                       f"{self.process.returncode} ({err[-1] if err else 'no output'})",
-                                       exit_code=EXIT_BROKER_START_FAILED)
-            try:
-                with socket.create_connection((address.host, address.port), timeout=0.5):
-                    return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise ConformanceError(f"build {self.build.label}: nothing listens on {address.host}:"
-                                           f"{address.port} after {timeout:.0f} s",
-                                           exit_code=EXIT_BROKER_START_FAILED) from None
-                time.sleep(0.1)  # bounded-wait-ok: polling a starting process's port with a deadline
 
     def __exit__(self, *exc):
         if self.build.client and self.broker is not None:
             self.broker.discard()
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
+        if self.command is not None:
+            self.command.stop()
 
 
 def run_case_on(build: Build, case, reports_dir: Path, options=None, console=None, meta: dict | None = None) -> dict:

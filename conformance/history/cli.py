@@ -21,6 +21,7 @@ from ..errors import EXIT_MUST_FAILED, EXIT_OK, EXIT_USAGE, ConformanceError, Sp
 from .. import options as run_options
 from ..results import REGRESSION, atomic_write_text, change_kind, check_verdict, is_broken, is_untestable
 from ..verdict import Verdict
+from ..run import gate as run_gate
 from ..run import selection
 
 
@@ -46,6 +47,7 @@ def register(sub) -> None:
     p.add_argument("--allure", action="store_true", help="also build the Allure 3 HTML report of the runs")
     p.add_argument("--compact", action="store_true",
                    help="merge every batch of the history into one before the report (safe to interrupt)")
+    run_gate.add_arguments(p, write=False)
     _history_options(p)
     p.set_defaults(func=cmd_report)
 
@@ -125,7 +127,9 @@ def _spark(args):
                                "'amqp-conformance[report]'") from None
     from .spark import SparkTarget, session
     t0 = time.monotonic()
-    target = SparkTarget(master=args.spark_master, remote=args.spark_remote)
+    # Spark's own SPARK_REMOTE (a CI job with a Spark Connect service) unless an option says otherwise
+    remote = args.spark_remote or (None if args.spark_master else os.environ.get("SPARK_REMOTE") or None)
+    target = SparkTarget(master=args.spark_master, remote=remote)
     _say(f"starting Spark ({target.label})")
     spark = session(target, log_file=_reports(args) / "spark.log")
     _say(f"Spark ready in {time.monotonic() - t0:.1f} s")
@@ -154,6 +158,7 @@ def cmd_report(args) -> int:
     reports = _reports(args)
     history = _history(args)
     out = Path(args.out) if args.out else reports / "report"
+    gate = run_gate.from_args(args)                 # a bad expectations file: exit 16 before Spark starts
     run_dirs: list[Path] = []
     if not args.no_ingest:
         sources = [Path(r) for r in args.runs] or [reports]
@@ -171,6 +176,8 @@ def cmd_report(args) -> int:
     _say("analysing the history")
     with spark_job("analysing the history"):
         model = build_model(spark, history)
+    if gate is not None:
+        run_gate.mark_model(model, gate)            # each cell: expected, unexpected ..., new (docs/ci.md)
     validate_model(model)
     out.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(model)

@@ -116,7 +116,9 @@ class History:
     """A history directory: ingest run directories, list what is in it, read it back as DataFrames."""
 
     def __init__(self, root: Path):
-        self.root = Path(root)
+        # absolute: Spark resolves a relative path where it runs, and a Spark Connect server (--spark-remote,
+        # SPARK_REMOTE) runs elsewhere: the records it wrote would land under the server's directory
+        self.root = Path(root).absolute()
         self.batches = self.root / "batches"
 
     # -- what is there ------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from typing import TextIO
 
 from ..errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED
 from ..verdict import ANSI_COLOUR as COLOURS, VERDICTS as ORDER, Verdict, exit_code
+from . import gate
 WIDTH = max(len(v) for v in ORDER)
 
 
@@ -44,6 +45,8 @@ class Console:
         self.t0 = time.monotonic()
         self._bar_shown = False
         self._label_width = 12
+        self.judge = None              # with --expect: record -> its Judgement (conformance.run.gate)
+        self.expect_path: str | None = None
 
     # -- lines ----------------------------------------------------------------------------------------------
 
@@ -53,8 +56,10 @@ class Console:
         self._write(text + "\n")
         self._draw_bar()
 
-    def begin(self, total: int, run_path, *, cases: int, targets: list[str]) -> None:
+    def begin(self, total: int, run_path, *, cases: int, targets: list[str], judge=None,
+              expect_path: str | None = None) -> None:
         self.total = total
+        self.judge, self.expect_path = judge, expect_path
         self.t0 = time.monotonic()
         self._label_width = max([len(t) for t in targets] + [6])
         brokers = f"{len(targets)} {self.noun}{'s' if len(targets) != 1 else ''}"
@@ -76,6 +81,9 @@ class Console:
         verdict = record.get("verdict", Verdict.ERROR.value)
         head = (f"{self._paint(verdict, f'{verdict:<{WIDTH}}')}  {record.get('case_id', '?'):<9} "
                 f"{record.get('broker', '?'):<{self._label_width}} {record.get('duration_s') or 0:>6.2f} s")
+        judgement = self.judge(record) if self.judge is not None else None
+        if judgement is not None:
+            head += "  " + self._mark(judgement)
         if verdict == Verdict.PASS:
             return head
         text = deciding_reason(record)
@@ -84,6 +92,15 @@ class Console:
             if room > 10 and len(text) > room:
                 text = text[:room - 1] + "…"
         return f"{head}  {text}"
+
+    def _mark(self, judgement) -> str:
+        """`expected`, `new`, or `UNEXPECTED FAIL (expected pass)` (red when it fails the gate)."""
+        from ..expectations import EXPECTED, NEW
+        if judgement.kind in (EXPECTED, NEW):
+            return f"[{judgement.kind}]"
+        text = f"{judgement.kind.upper()} (expected {judgement.expected_text()}" + \
+            (", flaky: not gating)" if not judgement.gating else ")")
+        return self._paint(Verdict.FAIL.value, text) if judgement.gating else text
 
     # -- the end --------------------------------------------------------------------------------------------
 
@@ -100,8 +117,11 @@ class Console:
         files = ["results.jsonl", "transcripts/"] + [name for name in ("junit.xml", "allure-results/")
                                                      if (path / name.rstrip("/")).exists()]
         self._write(f"\nresults: {path}/  ({', '.join(files)})\n")
+        judgements = getattr(outcome, "judgements", None)
+        if self.summary and judgements is not None:
+            self._write("\n" + gate.lines(judgements, path / gate.SUMMARY_MD, self.expect_path) + "\n")
         if self.summary and not interrupted:
-            self._write(exit_line(records) + "\n")
+            self._write((exit_line(records) if judgements is None else gate.exit_line(judgements)) + "\n")
         self._flush()
 
     def verdict_table(self, records: list[dict]) -> str:

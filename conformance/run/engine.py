@@ -33,9 +33,11 @@ from pathlib import Path
 
 import pytest
 
-from ..errors import BadResults, ConformanceError, RunBroken, UsageError
+from ..errors import EXIT_CASE_ERROR, EXIT_OK, BadResults, ConformanceError, RunBroken, UsageError
 from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
+from . import gate
 from .directory import RunDirectory
+from .gate import Gate
 from ..options import RunOptions
 from . import interrupts
 from ..results import RESULTS_FILE, parse_line, read_records, record_line
@@ -60,6 +62,7 @@ class Plan:
     junit: bool = False
     allure: bool = False
     pytest_args: list[str] = field(default_factory=list)
+    gate: Gate | None = None                          # --expect / --strict-flaky / --flaky-from (conformance.run.gate)
 
     def resolved_targets(self) -> list[Target]:
         if self.targets is not None:
@@ -76,10 +79,14 @@ class Outcome:
     run: RunDirectory
     records: list[dict]            # the records of this run, in the order the cases finished
     complete: bool                 # every scheduled pair has its record
+    judgements: list | None = None  # with --expect: each record against the file (the gate decides the exit code)
 
     @property
     def exit_code(self) -> int:
-        return exit_code(self.records)
+        if self.judgements is None:
+            return exit_code(self.records)
+        code = gate.exit_code(self.judgements)        # a gate never goes green on a run that did not finish
+        return EXIT_CASE_ERROR if code == EXIT_OK and not self.complete else code
 
 
 def execute(plan: Plan, console=None) -> Outcome:
@@ -112,8 +119,11 @@ def _execute(plan: Plan, console, stop: interrupts.Stop) -> Outcome:
                                   **plan.meta)
         pipeline = Pipeline(options, [c.id for c in plan.cases], targets, started, run, console)
         pipeline.expected = expected_durations(Path(options.reports_dir), exclude=run.path)
+        pipeline.gate = plan.gate
         if console is not None:
-            console.begin(plan.scheduled, run.path, cases=len(plan.cases), targets=[t.label for t in targets])
+            console.begin(plan.scheduled, run.path, cases=len(plan.cases), targets=[t.label for t in targets],
+                          judge=pipeline.judge if plan.gate is not None else None,
+                          expect_path=plan.gate.path if plan.gate is not None else None)
         output = io.StringIO()
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
             try:
@@ -156,7 +166,10 @@ def _execute(plan: Plan, console, stop: interrupts.Stop) -> Outcome:
                 if len(kept) > len(records):
                     records = kept
         run.update_meta(brokers=_identities_from(records, started.identities()))
-        outcome = Outcome(run, records, complete)
+        outcome = Outcome(run, records, complete,
+                          gate.judgements(plan.gate, records, {t.label: t.broker for t in targets}))
+        if outcome.judgements is not None:
+            gate.write_summary(run.path, plan.gate, outcome.judgements)
         if console is not None:
             console.end(outcome, interrupted=interrupted)
         if interrupted:
@@ -223,6 +236,7 @@ class Pipeline:
         self._session = None
         self._worker = False
         self.expected: dict[str, float] = {}  # "<label> <case id>" -> its duration in a recent run (ordering)
+        self.gate: Gate | None = None         # what each result is judged against (--expect), in every process
 
     # -- building it ---------------------------------------------------------------------------------------
 
@@ -237,6 +251,10 @@ class Pipeline:
                  ("frame_timeout", "quiet_period", "connect_timeout")}
         options = RunOptions(**{k: v for k, v in given.items() if v is not None})
         cases = select_cases(config.getoption("--case") or None)
+        from argparse import Namespace
+        checked = gate.from_args(Namespace(expect=config.getoption("--expect"),
+                                           flaky_from=config.getoption("--flaky-from"),
+                                           strict_flaky=config.getoption("--strict-flaky")))
         specs = resolve(config.getoption("--broker"), config.getoption("--profile"))
         started = Brokers.start(specs, options, own_node_cases=cases)
         run = None
@@ -244,8 +262,10 @@ class Pipeline:
         if run_dir:
             run = RunDirectory.at(Path(run_dir), brokers=started.identities(),
                                   options={**options.to_json(), "cases": config.getoption("--case")})
-        return cls(options, [c.id for c in cases], [Target(s.name, s.name) for s in specs], started, run,
-                   owns_brokers=True)
+        pipeline = cls(options, [c.id for c in cases], [Target(s.name, s.name) for s in specs], started, run,
+                       owns_brokers=True)
+        pipeline.gate = checked
+        return pipeline
 
     @classmethod
     def for_worker(cls, data: dict, run_dir: str | None) -> "Pipeline":
@@ -254,6 +274,7 @@ class Pipeline:
                        Brokers.attached(data["brokers"], data["credentials"]),
                        RunDirectory(Path(run_dir)) if run_dir else None)
         pipeline.expected = dict(data.get("expected") or {})
+        pipeline.gate = Gate.from_json(data.get("gate"))
         return pipeline
 
     def worker_input(self) -> dict:
@@ -261,7 +282,8 @@ class Pipeline:
         records, credentials = self.brokers.crossing()
         return {"options": self.options.to_json(), "cases": self.case_ids,
                 "targets": [t.to_json() for t in self.targets.values()], "brokers": records,
-                "credentials": credentials, "expected": self.expected}
+                "credentials": credentials, "expected": self.expected,
+                "gate": self.gate.to_json() if self.gate is not None else None}
 
     # -- what the suite's test and fixtures ask for -----------------------------------------------------------
 
@@ -272,6 +294,14 @@ class Pipeline:
 
     def labels(self) -> list[str]:
         return list(self.targets)
+
+    def judge(self, record: dict, label: str | None = None):
+        """`record` against the run's expectations (None without --expect), as the broker behind its target."""
+        if self.gate is None:
+            return None
+        label = label or record["broker"]
+        target = self.targets.get(label)
+        return self.gate.judge(record, target.broker if target is not None else label)
 
     def run_one(self, case, label: str):
         """Run one case on the target `label`: the result, recorded (results.jsonl, transcripts) and kept for
@@ -383,6 +413,15 @@ class Pipeline:
     def pytest_sessionfinish(self, session) -> None:
         if self.owns_brokers and self.run is not None and not self._worker:     # pytest --run-dir DIR
             self.run.finish(stopped="interrupted (Ctrl-C)" if self.interrupted else None)
+            if self.gate is not None:
+                gate.write_summary(self.run.path, self.gate, [self.judge(r) for r in self.records])
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.owns_brokers and self.gate is not None and not self._worker:    # pytest --expect FILE
+            found = [self.judge(r) for r in self.records]
+            where = self.run.path / gate.SUMMARY_MD if self.run is not None else "not written (no --run-dir)"
+            terminalreporter.write_sep("-", "amqp-conformance: results against the expectations file")
+            terminalreporter.write_line(gate.lines(found, where, self.gate.path))
 
     def pytest_unconfigure(self, config) -> None:
         if self.owns_brokers or self._worker:      # `execute` closes the brokers it started itself

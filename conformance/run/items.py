@@ -74,20 +74,45 @@ class CaseItem(pytest.Item):
                                  ("reason", result.reason)]
         self.user_properties += [(f"finding.{i}", f"{f['requirement']} ({f['level']}, {f['verdict']}): {f['reason']}")
                                  for i, f in enumerate(result.findings)]
+        judgement = pipeline.judge(result.to_record(), self.label)
+        if judgement is not None:
+            self.user_properties += [("expectation", judgement.kind), ("expected", judgement.expected_text())]
         _allure(self, result)
-        _outcome(result)
+        _outcome(result, judgement, pipeline.gate.path if judgement is not None else None)
 
 
-def _outcome(result) -> None:
-    """The verdict as pytest's outcome (JUnit and Allure read it; the verdict itself is the record's)."""
+def _outcome(result, judgement=None, path: str | None = None) -> None:
+    """The verdict as pytest's outcome (JUnit and Allure read it; the verdict itself is the record's). With an
+    expectations file (`judgement`), what fails is what fails the gate: an unexpected result (fail, pass, error,
+    change), unless on a flaky cell; an expected fail or error is an xfail (JUnit: skipped, not a failure), a new
+    one (no expectation) is skipped, saying so."""
     message = f"{result.verdict.value.upper()} {result.case_id} on {result.broker}: {result.reason}"
     if result.violated or result.findings:
         message += findings_text(result)
+    if judgement is not None:
+        _gated_outcome(result, judgement, path, message)
+        return
     if result.verdict is Verdict.FAIL:
         pytest.fail(message + "\n\n" + "\n\n".join(result.ladders[-1:]), pytrace=False)
     if result.verdict is Verdict.ERROR:
         pytest.fail("ERROR: " + message + ("\n" + result.broker_log_tail if result.broker_log_tail else ""),
                     pytrace=False)
+    if result.verdict is Verdict.UNSUPPORTED:
+        pytest.skip(f"unsupported: {result.reason}")
+    if result.verdict is Verdict.NON_STRICT:
+        warnings.warn(NonStrict(message))
+
+
+def _gated_outcome(result, judgement, path: str | None, message: str) -> None:
+    from ..expectations import NEW
+    said = judgement.describe(path)
+    if judgement.gating:
+        extra = ("\n\n" + "\n\n".join(result.ladders[-1:])) if result.verdict is Verdict.FAIL else ""
+        pytest.fail(f"{said}\n{message}{extra}", pytrace=False)
+    if result.verdict in (Verdict.FAIL, Verdict.ERROR):      # expected, unexpected on a flaky cell, or new
+        if judgement.kind == NEW:
+            pytest.skip(f"{said}\n{message}")
+        pytest.xfail(f"{said}\n{message}")
     if result.verdict is Verdict.UNSUPPORTED:
         pytest.skip(f"unsupported: {result.reason}")
     if result.verdict is Verdict.NON_STRICT:

@@ -7,11 +7,14 @@ point `conformance.pytest_plugin`, which hands on this module's hooks:
 
     pytest --pyargs conformance.suite --broker qpid-proton-c [--broker URL --profile P] [--case 2.6.8]
            [--run-dir DIR] [--quiet-period S] [--frame-timeout S] [--connect-timeout S] [-n 2]
+           [--expect FILE [--flaky-from REPORT.json] [--strict-flaky]]
 
 With --broker given (and no pipeline passed in), a Pipeline is made here: it starts the managed brokers once,
 in the controller, hands each pytest-xdist worker its targets (`pytest_configure_node`) and stops them when the
 session ends, also on Ctrl-C; with --run-dir it writes a run directory as `amqp-conformance run` does. The
-defaults of the duration options are those of `conformance.options.RunOptions`.
+defaults of the duration options are those of `conformance.options.RunOptions`. With --expect FILE, pytest's
+outcomes are the gate's (conformance.run.gate): an unexpected result fails, an expected fail is an xfail, and
+the terminal summary lists what was not as expected.
 
 Collection: the package `conformance/suite` is the anchor (`pytest_collect_directory`); its collector
 (`conformance.run.items.Suite`) makes a `CaseItem` per selected case x target, with the case's own file and line.
@@ -38,6 +41,12 @@ def pytest_addoption(parser):
         group.addoption(f.metadata["flag"], type=float, default=None, metavar="SECONDS", help=f.metadata["help"])
     group.addoption("--run-dir", default=None, metavar="DIR",
                     help="write case results into this run directory (created if missing)")
+    group.addoption("--expect", default=None, metavar="FILE",
+                    help="an expectations file (TOML): only results it does not expect fail (docs/ci.md)")
+    group.addoption("--flaky-from", default=None, metavar="REPORT.json",
+                    help="with --expect: the history's report.json; cases it knows as flaky do not fail")
+    group.addoption("--strict-flaky", action="store_true", default=False,
+                    help="with --expect: an unexpected result on a flaky cell fails too")
 
 
 @pytest.hookimpl(trylast=True)
