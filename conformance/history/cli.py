@@ -142,7 +142,8 @@ def spark_job(what: str):
 
 
 def cmd_report(args) -> int:
-    from ..report import render_html, render_markdown, validate_model
+    from ..report import json_model, render_markdown, validate_model, write_report
+    from . import bisect_log
     from .analysis import build_model
     from .store import check_run_dirs, find_run_dirs
     reports = _reports(args)
@@ -164,12 +165,12 @@ def cmd_report(args) -> int:
     t1 = time.monotonic()
     _say("analysing the history")
     with spark_job("analysing the history"):
-        model = build_model(spark, history)
+        model = build_model(spark, history, bisects=bisect_log.read_records(reports))
     validate_model(model)
     out.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(model)
-    atomic_write_text(out / "report.json", json.dumps(model, indent=1, sort_keys=True, default=str))
-    atomic_write_text(out / "report.html", render_html(model))
+    atomic_write_text(out / "report.json", json.dumps(json_model(model), indent=1, sort_keys=True, default=str))
+    written = write_report(model, out)
     atomic_write_text(out / "report.md", markdown)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
@@ -177,7 +178,8 @@ def cmd_report(args) -> int:
             fh.write(markdown + "\n")
     _say(f"ingest {t1 - t0:.1f} s, analysis {time.monotonic() - t1:.1f} s; "
          f"{model['history']['runs']} runs, {model['history']['records']} records, {len(model['columns'])} "
-         f"broker versions")
+         f"releases; report.html {written['html_bytes'] / 1e6:.2f} MB, {written['side_files']} side files "
+         f"{written['side_bytes'] / 1e6:.1f} MB")
     if args.allure:
         build_allure(run_dirs or find_run_dirs([reports]), out / "allure")
     print(f"report: {out / 'report.html'}\nsummary: {out / 'report.md'}\ndata: {out / 'report.json'}")
@@ -243,6 +245,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_bisect(args) -> int:
+    from . import bisect_log
     from .bisect import UNTESTABLE, Build, build_from_arg, change_kind, first_change, load_builds, run_case_on
     from ..clients import LIBRARIES
     client_series = bool(args.series) and args.series in {lib.name for lib in LIBRARIES}
@@ -290,6 +293,7 @@ def cmd_bisect(args) -> int:
         _say(f"[{i + 1}/{len(builds)}] {build.label}: {record['verdict']} - {record['reason'][:100]}")
         return record["verdict"], "run"
 
+    started_at = bisect_log.now()
     result = first_change(len(builds), verdict_of)
     print(f"\nbisect {case.id} over {len(builds)} builds:")
     for step in sorted(result.steps, key=lambda s: s.index):
@@ -297,16 +301,33 @@ def cmd_bisect(args) -> int:
         print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {state:<14} {reasons[step.index][:100]}")
     ran = sum(1 for s in result.steps if s.source == "run")
     counts = f"{ran} run(s), {len(result.steps) - ran} from the history"
+    before = builds[result.before].label if result.changed is not None else None
+    after = builds[result.changed].label if result.changed is not None else None
+    kind = change_kind(result.verdict_before, result.verdict_after) if result.changed is not None else ""
+    bisect_log.write_record(options.reports_dir, {
+        "case_id": case.id, "series": args.series or None, "command": _bisect_command(args, case.id, builds),
+        "builds": [b.label for b in builds], "before": before, "changed": after, "kind": kind, "note": result.note,
+        "verdict_before": result.verdict_before, "verdict_after": result.verdict_after,
+        "steps": [{"build": builds[s.index].label, "verdict": s.verdict, "source": s.source}
+                  for s in sorted(result.steps, key=lambda s: s.index)],
+        "started_at": started_at, "finished_at": bisect_log.now()})
     if result.changed is None:
         print(f"no change found: {result.note}; {counts}")
         return EXIT_MUST_FAILED
-    before, after = builds[result.before].label, builds[result.changed].label
-    kind = change_kind(result.verdict_before, result.verdict_after)
     if kind == "regression" and result.verdict_before in ("pass", "informational"):
         print(f"first failing build: {after}")
     print(f"the verdict of {case.id} changes between {before} and {after}: {result.verdict_before} -> "
           f"{result.verdict_after} ({kind})" + (f"; {result.note}" if result.note else "") + f"; {counts}")
     return EXIT_OK
+
+
+def _bisect_command(args, case_id: str, builds: list) -> str:
+    """The bisect as a command line with build labels only (a URL may hold a password: never written)."""
+    if args.series:
+        return f"amqp-conformance bisect {case_id} --series {args.series}"
+    if args.builds:
+        return f"amqp-conformance bisect {case_id} --builds {args.builds}"
+    return f"amqp-conformance bisect {case_id} " + " ".join(f"--build {b.label}" for b in builds)
 
 
 def cmd_bisect_run(args) -> int:
