@@ -1,9 +1,12 @@
-"""Synthetic run directories for the pipeline benchmark and the history's own tests.
+"""Run directories for the benchmarks and the history's and report's own tests, in exactly the format
+`amqp-conformance run` writes (run.json + results.jsonl, transcripts beside them).
 
-Writes run directories in exactly the format `amqp-conformance run` writes (run.json + results.jsonl), with
-the real case catalogue, a handful of brokers and versions, mostly passing verdicts, a few deterministic
-failures, regressions between versions and flaky cases, so every part of the report has something to show.
-Generation is plain string formatting, fast enough for ten million records.
+Two kinds. Synthetic runs (`write_synthetic_runs`, `write_matrix_run`): the real case catalogue, a handful of
+brokers and versions, mostly passing verdicts, a few deterministic failures, regressions between versions and
+flaky cases, made by plain string formatting, fast enough for ten million records. Replayed nightly runs
+(`write_nightly_history`): real runs' records (findings, reasons, transcripts) replayed night after night
+under new run ids and times, for a history whose records look like real ones (the report page's benchmark and
+its browser test).
 """
 
 from __future__ import annotations
