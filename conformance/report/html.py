@@ -449,7 +449,8 @@ def render_selfcheck(model: dict, names: Names) -> str:
                         f'{esc(fault["requirement"] or "")}</td><td>{level_badge(fault["level"] or "")}</td>'
                         f'<td>{caught}</td><td>{flips or "–"}</td></tr>')
         transparent = "no verdict changed" if check["transparent"] else "verdicts changed"
-        parts.append(f'<h3>{esc(check["column"])} <span class="note">run {esc(check["run_id"])}, '
+        parts.append(f'<h3>{esc(names.label.get(check["column"], check["column"]))} <span class="note">run '
+                     f'{esc(check["run_id"])}, '
                      f'{check["cases"]} cases; proxy without fault: {transparent}</span></h3>'
                      '<table class="data selfcheck"><thead><tr><th>fault</th><th>breaks</th><th>level</th>'
                      f'<th>caught?</th><th>cases that flipped (verdict under the fault)</th></tr></thead>'

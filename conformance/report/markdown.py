@@ -191,7 +191,8 @@ def render_markdown(model: dict) -> str:
     for check in model.get("selfcheck") or []:
         caught = sum(1 for f in check["faults"] if f["detected"])
         missed = [f["name"] for f in check["faults"] if not f["detected"]]
-        selfcheck.append(f"- Selfcheck on {md_code(check['column'])}: {caught} of {len(check['faults'])} faults caught"
+        where = _release(by_key[check["column"]]) if check["column"] in by_key else md_code(check["column"])
+        selfcheck.append(f"- Selfcheck on {where}: {caught} of {len(check['faults'])} faults caught"
                          + (f"; missed: {', '.join(md_code(m) for m in missed)}" if missed else ""))
     if selfcheck:
         others.append((4, "### Selfcheck", selfcheck, "selfchecks"))
