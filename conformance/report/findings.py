@@ -175,7 +175,7 @@ def count_text(group: dict) -> str:
         return ""
     if group["releases"] < group["of"]:
         return f"{group['releases']} of {group['of']} releases"
-    return f"all {group['of']} releases"
+    return "both releases" if group["of"] == 2 else f"all {group['of']} releases"
 
 
 VERB = {Verdict.PASS: "passes", Verdict.FAIL: "fails", Verdict.NON_STRICT: "non-strict",

@@ -161,8 +161,8 @@ def render_header(model: dict, names: Names) -> str:
     for subject, columns in sections(model):
         noun = SUBJECT_NOUN[subject]
         series = len(series_runs(columns))
-        groups = [g for g in names.groups if g["subject"] == subject]
-        must = sum(1 for g in groups if g["verdict"] == Verdict.FAIL)
+        must = sum(1 for members in finding_rows([g for g in names.groups if g["subject"] == subject])
+                   if members[0]["verdict"] == Verdict.FAIL)
         parts.append(f'<a href="#{subject}s">{esc(SUBJECT_TITLE[subject])}</a>: {len(columns)} releases of {series} '
                      f'{noun[0] if series == 1 else noun[1]}, {must} MUST finding{"" if must == 1 else "s"}')
     glance = " · ".join(parts)
@@ -212,38 +212,49 @@ def render_scoreboard(subject: str, columns: list[dict], model: dict, names: Nam
             f'release (judged: {", ".join(JUDGED_VERDICTS)}); oldest release first.</p>{"".join(rows)}</div>')
 
 
+def finding_rows(groups: list[dict]) -> list[list[dict]]:
+    """The groups of one (case, requirement) together (one per series it holds on), in the groups' order."""
+    rows: dict[tuple, list[dict]] = {}
+    for g in groups:
+        rows.setdefault((g["case_id"], g["requirement_id"]), []).append(g)
+    return list(rows.values())
+
+
 def render_findings(subject: str, model: dict, names: Names) -> str:
-    """The findings of one subject grouped across each series: MUST first, then SHOULD."""
-    groups = [g for g in names.groups if g["subject"] == subject]
+    """The findings of one subject: one row per case and the requirement it found broken, with a line per release
+    series it holds on (the releases as ranges, where it changes, a link to the series' finding page); MUST
+    first, then SHOULD."""
+    rows_of = finding_rows([g for g in names.groups if g["subject"] == subject])
     titles = {c["id"]: c["title"] for c in model["cases"]}
-    if not groups:
+    if not rows_of:
         return (f'<h3 id="{subject}-findings">Findings</h3><p class="note">No case failed on any '
                 f'{SUBJECT_NOUN[subject][0]} release.</p>')
     rows = []
-    for g in groups:
-        latest = names.cells.get((g["case_id"], g["latest"]))
-        changes = "; ".join(esc(change_text(ch, g, names.columns)) for ch in g["changes"]) or \
-            '<span class="dim">no change across the releases run</span>'
-        bisect = ""
-        if g["bisect"]:
-            bisect = f' <span class="bisected" title="bisected: {esc(_bisect_summary(g["bisect"]))}">bisected</span>'
+    for members in rows_of:
+        first = members[0]
+        lines = []
+        for g in members:
+            latest = names.cells.get((g["case_id"], g["latest"]))
+            notes = [esc(n) for n in [count_text(g)] + [change_text(ch, g, names.columns) for ch in g["changes"]] if n]
+            bisect = (f' <span class="bisected" title="{esc(_bisect_summary(g["bisect"]))}">bisected</span>'
+                      if g["bisect"] else "")
+            lines.append(f'<li>{names.finding_link(g["id"], ranges_text(g, names.columns))}'
+                         + (f' <span class="dim">({"; ".join(notes)})</span>' if notes else "")
+                         + f'{bisect}{expectation_badge(latest)}</li>')
         rows.append(
-            f'<tr class="finding" data-finding="{esc(g["id"])}" data-level="{esc(g["level"])}">'
-            f'<td>{level_badge(g["level"])}</td>'
-            f'<td class="mono">{names.finding_link(g["id"], g["case_id"])}</td>'
-            f'<td class="mono">{esc(g["requirement_id"])}</td>'
-            f'<td>{esc(ranges_text(g, names.columns))}'
-            + (f' <span class="dim">({esc(count_text(g))})</span>' if count_text(g) else "") +
-            f'{expectation_badge(latest)}</td>'
-            f'<td>{changes}{bisect}</td>'
-            f'<td class="title">{esc(titles.get(g["case_id"], ""))}</td></tr>')
-    must = sum(1 for g in groups if g["verdict"] == Verdict.FAIL)
-    return (f'<h3 id="{subject}-findings">Findings: {must} MUST, {len(groups) - must} SHOULD</h3>'
-            f'<p class="note">One line per case and the requirement it found broken, over each release series: the '
-            f'releases it holds for and where it changes. Click a case for its page: the frames, the sentence, what '
-            f'the peer said and the command that reproduces it.</p>'
+            f'<tr class="finding" data-finding="{esc(first["id"])}" data-level="{esc(first["level"])}">'
+            f'<td>{level_badge(first["level"])}</td>'
+            f'<td class="mono">{names.finding_link(first["id"], first["case_id"])}</td>'
+            f'<td class="mono">{esc(first["requirement_id"])}</td>'
+            f'<td><ul class="holds">{"".join(lines)}</ul></td>'
+            f'<td class="title">{esc(titles.get(first["case_id"], ""))}</td></tr>')
+    must = sum(1 for members in rows_of if members[0]["verdict"] == Verdict.FAIL)
+    return (f'<h3 id="{subject}-findings">Findings: {must} MUST, {len(rows_of) - must} SHOULD</h3>'
+            f'<p class="note">One row per case and the requirement it found broken; a line per release series with '
+            f'the releases it holds for and where it changes. Click one for its page: the frames, the sentence, what '
+            f'the peer did and the command that reproduces it.</p>'
             f'<table class="data findings" id="{subject}-findings-table"><thead><tr><th>level</th><th>case</th>'
-            f'<th>requirement</th><th>holds for</th><th>changes</th><th>case title</th></tr></thead>'
+            f'<th>requirement</th><th>holds for</th><th>case title</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table>')
 
 

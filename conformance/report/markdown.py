@@ -136,8 +136,8 @@ def render_subject(subject: str, columns: list[dict], model: dict, groups: list[
     must_cells = sum(g["releases"] for g in must)
     out = ["", f"### {SUBJECT_TITLE[subject]}: {len(columns)} releases of {series} {noun[0] if series == 1 else noun[1]}",
            ""] + score_table(columns, model)
-    out += ["", f"**MUST failures: {len({(g['case_id'], g['requirement_id']) for g in must})} cases × requirements, "
-                f"{must_cells} release cells**" + ("" if must else " — none.")]
+    out += ["", f"**MUST failures: {len({(g['case_id'], g['requirement_id']) for g in must})} findings (a case and "
+                f"the requirement it broke) on {must_cells} release cells**" + ("" if must else " — none.")]
     if must:
         out += [""] + (compact_lines(must, by_key) if compact else grouped_lines(must, by_key, model))
     keys = {c["key"] for c in columns}
