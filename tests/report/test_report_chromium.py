@@ -218,3 +218,14 @@ def test_every_matrix_cell_is_drawn_in_its_verdicts_colour(example, browser, tmp
     xs, ys = clusters(b[0] for b in blocks), clusters(b[1] for b in blocks)
     assert len(xs) == len(model["columns"]) and len(ys) == len(model["requirements"])
     assert len(blocks) == len(xs) * len(ys)
+
+
+def test_the_nightly_summary_is_short_and_names_every_must_failure(nightly):
+    model, out = nightly
+    text = (out / "report.md").read_text("utf-8")
+    assert len(text.splitlines()) <= 100
+    assert text.index("### Brokers: 16 releases") < text.index("### Client libraries: 9 releases")
+    named = set(re.findall(r"^- `([^`]+)` `([^`]+)` — ", text, re.M))
+    must = {(g["case_id"], g["requirement_id"]) for g in model["finding_groups"] if g["level"] == "MUST"}
+    assert must and must <= named
+    assert "| Artemis 2.17.0 |" in text and "| rhea 3.0.5 (JavaScript) |" in text and "@" not in text
