@@ -134,6 +134,9 @@ def build_model(spark, history: History, ladders: bool = True, full: bool = Fals
     selfchecks = latest_selfchecks(history.selfchecks())
     total_records = sum(a["records"] for a in aggregates)
     runs = history.runs()
+    builds = commit_builds(columns_info, runs)       # a commit bisect's builds: on its record, not in the matrix
+    aggregates = [a for a in aggregates if a["column"] not in builds]
+    columns_info = {key: info for key, info in columns_info.items() if key not in builds}
     model = model_from_aggregates(aggregates, columns_info, trends, history_runs=len(runs),
                                   total_records=total_records,
                                   ladders=history.ladders({(a["run_id"], a["case_id"], a["broker"])
@@ -142,6 +145,15 @@ def build_model(spark, history: History, ladders: bool = True, full: bool = Fals
     model["traffic"] = traffic_counts(spark, history.root)       # judged traffic (history/traffic.py)
     attach_bug_reports(model, runs)
     return mark_unfinished(model, runs)
+
+
+def commit_builds(columns_info: dict[str, dict], runs: list[dict]) -> set[str]:
+    """The columns that are builds of a commit bisect (their latest run is a `bisect` run naming its `commit`):
+    each is one step of a search, shown with the bisect record, not a release in the matrix."""
+    by_id = {r.get("run_id"): r for r in runs}
+    return {key for key, info in columns_info.items()
+            if (by_id.get(info.get("last_run_id")) or {}).get("kind") == "bisect"
+            and (by_id.get(info.get("last_run_id")) or {}).get("commit")}
 
 
 # Where a run keeps the ready-to-file report of a client library's failing cell (written by `run --client`), by
