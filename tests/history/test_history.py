@@ -341,3 +341,13 @@ def test_many_small_runs_are_read_in_few_tasks(spark, tmp_path):
         files.append(str(path))
     tasks = spark.read.schema(RECORD_SCHEMA).json(files).rdd.getNumPartitions()
     assert tasks <= 3, f"{len(files)} small files read in {tasks} tasks (Spark's default packs them into 10)"
+
+
+def test_a_commit_bisects_builds_are_not_releases_of_the_matrix():
+    from conformance.history.analysis import commit_builds
+    columns = {"artemis-2.35.0@2.35.0": {"last_run_id": "nightly"},
+               "artemis-2.35.0-87-g1361e29739@2.36.0-SNAPSHOT": {"last_run_id": "step"},
+               "artemis-2.39.0@2.39.0": {"last_run_id": "release-bisect"}}
+    runs = [{"run_id": "nightly"}, {"run_id": "step", "kind": "bisect", "commit": "1361e29739"},
+            {"run_id": "release-bisect", "kind": "bisect"}]
+    assert commit_builds(columns, runs) == {"artemis-2.35.0-87-g1361e29739@2.36.0-SNAPSHOT"}
