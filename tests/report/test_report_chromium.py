@@ -63,15 +63,23 @@ def example(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def nightly(tmp_path_factory):
-    """(model, report directory): `amqp-conformance report` over 30 nightly runs of 16 brokers + 9 libraries."""
+    """(model, report directory): `amqp-conformance report` over 30 nightly runs of 16 brokers + 9 libraries.
+    Made once per test session: pytest-xdist workers share it (the first one makes it under a file lock)."""
+    import fcntl
+
     from nightly import reference_runs, write_history
 
     from conformance.cli import main
-    sources = reference_runs(tmp_path_factory.mktemp("reference"))
-    reports = tmp_path_factory.mktemp("nightly")
-    write_history(reports, sources, nights=30)
-    assert main(["report", "--reports-dir", str(reports)]) == 0
-    out = reports / "report"
+    root = tmp_path_factory.getbasetemp().parent / "report-nightly"
+    root.mkdir(exist_ok=True)
+    out = root / "reports" / "report"
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "done").exists():
+            sources = reference_runs(root / "reference")
+            write_history(root / "reports", sources, nights=30)
+            assert main(["report", "--reports-dir", str(root / "reports")]) == 0
+            (root / "done").write_text("")
     return json.loads((out / "report.json").read_text("utf-8")), out
 
 
