@@ -70,7 +70,9 @@ def nightly(tmp_path_factory):
     from nightly import reference_runs, write_history
 
     from conformance.cli import main
-    root = tmp_path_factory.getbasetemp().parent / "report-nightly"
+    import os
+    base = tmp_path_factory.getbasetemp()
+    root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "report-nightly"   # this session's
     root.mkdir(exist_ok=True)
     out = root / "reports" / "report"
     with open(root / ".lock", "w") as lock:
