@@ -128,8 +128,11 @@ class Chromium:
         """Navigate to `url`, wait for its load event; return the seconds from the command to the event."""
         mark = len(self.events)
         started = time.monotonic()
-        self.call("Page.navigate", url=url)
-        self.wait_event("Page.loadEventFired", after=mark)
+        navigation = self.call("Page.navigate", url=url)
+        if navigation.get("errorText"):
+            raise ProtocolError(f"{url}: {navigation['errorText']}")
+        if navigation.get("loaderId"):            # none when only the fragment changed: no new load
+            self.wait_event("Page.loadEventFired", after=mark)
         return time.monotonic() - started
 
     def js(self, expression: str):
