@@ -52,7 +52,7 @@ def _ladder_html(text: str | None) -> str:
 
 def _lazy_ladder(names: Names, cell: dict, is_open: bool, inline: bool) -> str:
     """A transcript: inline (standalone pages), or a details element report.html's script fills on opening."""
-    if not cell.get("ladder") and not cell.get("has_ladder"):
+    if not cell.get("ladder"):
         return ""
     opened = " open" if is_open else ""
     if inline:
