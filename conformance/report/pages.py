@@ -23,7 +23,7 @@ from collections import defaultdict
 from typing import Iterator
 
 from ..verdict import BROKEN, Verdict
-from .findings import UNNAMED, change_text, count_text, ranges_text
+from .findings import UNNAMED, change_text, count_text, ranges_text, verb
 from .html import (SIDE_DIR, Names, counts_html, esc, expectation_badge, level_badge, render_css,
                    section_sort_key, series_title, spec_text, verdict_badge)
 from .labels import CLIENT, SUBJECT_TITLE, sections, series_of, series_runs, subject_of, when
@@ -151,7 +151,7 @@ def finding_page(group: dict, model: dict, names: Names, requirements: dict, inl
     peer = "library" if subject == CLIENT else "broker"
     changes = "; ".join(esc(change_text(ch, group, names.columns)) for ch in group["changes"])
     notes = "; ".join(n for n in [esc(count_text(group)), changes] if n)
-    lead = (f'{level_badge(group["level"])} <b>{esc(VERB_OF.get(group["verdict"], group["verdict"]))}</b> on '
+    lead = (f'{level_badge(group["level"])} <b>{esc(verb(group["verdict"]))}</b> on '
             f'<b>{esc(ranges_text(group, names.columns))}</b>' + (f" ({notes})" if notes else "") + ".")
     details = _details_of(newest)
     deciding = next((d for d in details if d.get("requirement") == group["requirement_id"]), details[0] if details
@@ -206,9 +206,6 @@ def finding_page(group: dict, model: dict, names: Names, requirements: dict, inl
             + (f'<p><a href="#{esc(names.case.page(group["case_id"]))}">The case on every {peer} and library</a></p>'
                if not inline else "")
             + standalone_link + "</article>")
-
-
-VERB_OF = {Verdict.FAIL.value: "fails", Verdict.NON_STRICT.value: "non-strict"}
 
 
 def _cell_time(cell: dict, column: dict) -> str:
