@@ -182,6 +182,13 @@ def test_a_missing_side_file_says_so_on_the_page(nightly, browser, tmp_path):
     text = browser.js('document.getElementById("side-body").innerText')
     assert "This page is not available" in text and "report.files/finding/" in text and "missing" in text
     assert "Keep the report folder whole" in text
+    # a side file cut off half-way says that, not "missing"
+    finding = next((out / "report.files" / "finding").glob("*.js"))
+    cut = copy / "report.files" / "finding" / finding.name
+    cut.write_text(finding.read_text("utf-8")[:200], "utf-8")
+    browser.open((copy / "report.html").as_uri() + "#finding/" + finding.stem)
+    browser.wait_for(f'{PANEL_STATE} === "failed"', "the message")
+    assert "cut off" in browser.js('document.getElementById("side-body").innerText')
     # and with the whole folder gone, the first screen still opens and a transcript says the same
     shutil.rmtree(copy / "report.files")
     browser.open((copy / "report.html").as_uri())
