@@ -186,6 +186,7 @@ def test_a_missing_side_file_says_so_on_the_page(nightly, browser, tmp_path):
     finding = next((out / "report.files" / "finding").glob("*.js"))
     cut = copy / "report.files" / "finding" / finding.name
     cut.write_text(finding.read_text("utf-8")[:200], "utf-8")
+    browser.open("about:blank")
     browser.open((copy / "report.html").as_uri() + "#finding/" + finding.stem)
     browser.wait_for(f'{PANEL_STATE} === "failed"', "the message")
     assert "cut off" in browser.js('document.getElementById("side-body").innerText')
