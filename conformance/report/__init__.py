@@ -5,6 +5,6 @@
 from .files import json_model, write_report
 from .html import render_html
 from .markdown import render_markdown
-from .model import example_model, validate_model
+from .model import validate_model
 
-__all__ = ["render_html", "render_markdown", "write_report", "json_model", "example_model", "validate_model"]
+__all__ = ["render_html", "render_markdown", "write_report", "json_model", "validate_model"]

@@ -24,10 +24,11 @@ from importlib.resources import files
 from typing import Iterable
 
 from ..verdict import BROKEN, HTML_COLOUR, MEANING, Verdict
+from ..verdict import JUDGED as JUDGED_VERDICTS, VERDICTS
 from .findings import MODEL, change_text, count_text, deciding, finding_groups, judged_how, ranges_text
 from .labels import (CLIENT, SUBJECT_NOUN, SUBJECT_TITLE, Slugs, column_label, sections, series_label,
                      series_runs, slug, when)
-from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
+from .model import LEVELS, validate_model
 from .producers import render_producers_html
 from .traffic import render_traffic_html
 

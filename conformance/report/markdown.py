@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 
-from ..verdict import Verdict
+from ..results import FIX, REGRESSION
+from ..verdict import VERDICTS, Verdict
 from .findings import finding_groups, group_line, ranges_text
 from .labels import SUBJECT_NOUN, SUBJECT_TITLE, column_label, sections, series_label, series_runs, when
-from .model import VERDICTS, validate_model
+from .model import validate_model
 from .producers import render_producers_markdown
 from .traffic import render_traffic_markdown
 
@@ -146,8 +147,8 @@ def render_subject(subject: str, columns: list[dict], model: dict, groups: list[
         extra.append((1, f"**SHOULD findings (non-strict): {len({(g['case_id'], g['requirement_id']) for g in should})}**",
                       grouped_lines(should, by_key, model, reasons=False), "SHOULD findings"))
     changes = [c for c in model["changes"] if c["to_column"] in keys]
-    regressions = [c for c in changes if c["kind"] == "regression"]
-    fixes = sum(1 for c in changes if c["kind"] == "fix")
+    regressions = [c for c in changes if c["kind"] == REGRESSION]
+    fixes = sum(1 for c in changes if c["kind"] == FIX)
     titles = {c["id"]: c["title"] for c in model["cases"]}
     lines = [f"- {md_code(c['case_id'])} ({md_text(titles.get(c['case_id'], ''), 60)}): "
              f"{md_text(series_label(by_key[c['to_column']]))} {md_text(by_key[c['from_column']]['version'])} "

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from conformance.history.analysis import describe_column, series_of
-from conformance.report import example_model, render_html, render_markdown, validate_model
+from conformance.report import render_html, render_markdown, validate_model
+from report_example import example_model
 
 
 def test_client_columns_get_their_own_section():

@@ -23,8 +23,9 @@ import pytest
 from cdp import CHROMIUM, Chromium
 from png import colour_blocks, decode_png
 
-from conformance.report import example_model, write_report
+from conformance.report import write_report
 from conformance.report.html import VERDICT_STYLE
+from report_example import example_model
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's Chromium is not installed at "
                                 "/usr/bin/chromium (apt-get install -y chromium)")
