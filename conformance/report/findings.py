@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..results import change_kind
 from ..verdict import BROKEN, REQUIREMENT_SEVERITY, Verdict
 from .labels import Slugs, sections, series_label, series_runs, slug
 
@@ -119,13 +120,15 @@ def _group(subject: str, series: str, case_id: str, requirement_id: str, ran: li
     keys = {c["key"] for c in held}
     latest = cells[case_id, held[-1]["key"]]
     worst = max((cells[case_id, k]["verdict"] for k in keys), key=lambda v: REQUIREMENT_SEVERITY.get(v, 0))
-    changes, previous, held_before = [], None, False
+    changes, previous, held_before, before = [], None, False, None
     for column in ran:
         cell = cells[case_id, column["key"]]
         state = column["key"] in keys
         if previous is not None and state != previous:
             changes.append({"column": column["key"], "verdict": cell["verdict"], "violated": cell["violated"],
-                            "holds": state, "again": state and held_before})
+                            "holds": state, "again": state and held_before,
+                            "kind": change_kind(before["verdict"], cell["verdict"])})
+        before = cell
         held_before = held_before or state
         previous = state
     return {

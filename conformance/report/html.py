@@ -23,7 +23,8 @@ from collections import Counter, defaultdict
 from importlib.resources import files
 from typing import Iterable
 
-from ..verdict import BROKEN, HTML_COLOUR, MEANING, Verdict
+from ..results import CHANGED, FIX, REGRESSION
+from ..verdict import BROKEN, HTML_COLOUR, MEANING, SHORT, Verdict
 from ..verdict import JUDGED as JUDGED_VERDICTS, VERDICTS
 from .findings import MODEL, change_text, count_text, deciding, finding_groups, judged_how, ranges_text
 from .labels import (CLIENT, SUBJECT_NOUN, SUBJECT_TITLE, Slugs, column_label, sections, series_label,
@@ -39,7 +40,7 @@ SIDE_DIR = "report.files"
 VERDICT_STYLE = {**{name: (*HTML_COLOUR[name], name) for name in VERDICTS}, "not-run": ("#f4f5f7", "#57606a", "")}
 VERDICT_MEANING = {**{v.value: MEANING[v] for v in Verdict}, "not-run": "not judged on this release"}
 # A matrix cell's label where the verdict's name would not fit its width (the legend names them in full).
-CELL_LABEL = {Verdict.INFORMATIONAL.value: "info", Verdict.UNSUPPORTED.value: "unsupp."}
+CELL_LABEL = {v.value: SHORT[v.value] for v in (Verdict.INFORMATIONAL, Verdict.UNSUPPORTED)}
 # How many deciding case ids a matrix cell shows before "+N" (the rest are on the cell's page).
 CELL_CASES = 1
 CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; "
@@ -342,7 +343,7 @@ def _matrix_cell(requirement: dict, column: dict, cell: dict | None, names: Name
 def render_changes(subject: str, columns: list[dict], model: dict, names: Names) -> str:
     keys = {c["key"] for c in columns}
     changes = [c for c in model["changes"] if c["to_column"] in keys]
-    order = {"regression": 0, "fix": 1, "change": 2}
+    order = {REGRESSION: 0, FIX: 1, CHANGED: 2}
 
     def sort_key(change: dict) -> tuple:
         return order.get(change["kind"], 3), section_sort_key(change["case_id"].split("/")[0]), change["case_id"]
@@ -364,8 +365,8 @@ def render_changes(subject: str, columns: list[dict], model: dict, names: Names)
     body = (f'<table class="data changes" id="{subject}-changes-table"><thead><tr><th>kind</th><th>case</th>'
             f'<th>series</th><th>release</th><th>verdict</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
             if rows else '<p class="note">No verdict changed between consecutive releases.</p>')
-    return (f'<h3 id="{subject}-changes">Regressions &amp; fixes</h3><p class="note">{counts["regression"]} '
-            f'regressions, {counts["fix"]} fixes, {counts["change"]} other changes between consecutive releases of '
+    return (f'<h3 id="{subject}-changes">Regressions &amp; fixes</h3><p class="note">{counts[REGRESSION]} '
+            f'regressions, {counts[FIX]} fixes, {counts[CHANGED]} other changes between consecutive releases of '
             f'each series.</p>{body}')
 
 
