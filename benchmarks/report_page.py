@@ -100,7 +100,8 @@ def measure(sources: list[Path], nights: int, work: Path, repeat: int, screens: 
         "report_s": round(report_s, 1), "html_bytes": (out / "report.html").stat().st_size,
         "side_files": len(side), "side_bytes": sum(p.stat().st_size for p in side),
         "json_bytes": (out / "report.json").stat().st_size, "md_lines": len(markdown.splitlines()),
-        "must_lines": len(re.findall(r"^- `[^`]+` `[^`]+` — ", markdown.split("SHOULD findings")[0], re.M)),
+        "must_lines": sum(len(re.findall(r"^- `[^`]+` `[^`]+` — ", part.split("\n\n**", 1)[0], re.M))
+                          for part in markdown.split("**MUST failures")[1:]),
         "report_dir": str(out),
     }
     result.update(measure_page(out / "report.html", repeat, screens))

@@ -474,21 +474,26 @@ def render_selfcheck(model: dict, names: Names) -> str:
 
 
 def render_unfinished(model: dict) -> str:
-    """A visible warning for runs that never finished (interrupted or killed): their cells are marked."""
+    """A visible warning for runs that never finished (interrupted or killed) or broke: their cells are marked.
+    The newest few are listed, the rest behind a summary."""
     runs = model.get("unfinished_runs") or []
     if not runs:
         return ""
     items = []
-    for r in runs:
+    for r in sorted(runs, key=lambda r: str(r.get("started_at") or ""), reverse=True):
         counted = (f'{r["records"]} of {r["scheduled"]} cases recorded' if r.get("scheduled") is not None
                    else f'{r.get("records", "?")} cases recorded')
+        brokers = r["brokers"]
+        shown = ", ".join(brokers) if len(brokers) <= 4 else f"{len(brokers)} brokers and libraries"
         items.append(f'<li>{"broken " if r.get("broken") else ""}run <code>{esc(r["run_id"])}</code> '
-                     f'({esc(", ".join(r["brokers"]))}), started {esc(when(r["started_at"]))}: {esc(counted)}; '
-                     f'{esc(r["reason"])}</li>')
+                     f'<span title="{esc(", ".join(brokers))}">({esc(shown)})</span>, started '
+                     f'{esc(when(r["started_at"]))}: {esc(counted)}; {esc(r["reason"])}</li>')
     title = "Unfinished or broken runs" if any(r.get("broken") for r in runs) else "Unfinished runs"
-    return (f'<section class="block unfinished" id="unfinished"><h2>&#9888; {title}</h2>'
+    more = (f'<details><summary>{len(items) - 3} older</summary><ul>{"".join(items[3:])}</ul></details>'
+            if len(items) > 3 else "")
+    return (f'<section class="block unfinished" id="unfinished"><h2>&#9888; {title} ({len(runs)})</h2>'
             '<p class="note">These runs never finished, or broke (cases ended in error): the verdicts of the cases '
-            f'they recorded stand, but they are not whole runs.</p><ul>{"".join(items)}</ul></section>')
+            f'they recorded stand, but they are not whole runs.</p><ul>{"".join(items[:3])}</ul>{more}</section>')
 
 
 def render_page(model: dict, names: Names) -> str:

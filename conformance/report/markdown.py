@@ -140,11 +140,11 @@ def render_subject(subject: str, columns: list[dict], model: dict, groups: list[
     out += ["", f"**MUST failures: {len({(g['case_id'], g['requirement_id']) for g in must})} findings (a case and "
                 f"the requirement it broke) on {must_cells} release cells**" + ("" if must else " — none.")]
     if must:
-        out += [""] + (compact_lines(must, by_key) if compact else grouped_lines(must, by_key, model))
+        out += compact_lines(must, by_key) if compact else grouped_lines(must, by_key, model)
     keys = {c["key"] for c in columns}
     extra = []
     if should:
-        extra.append((1, f"**SHOULD findings (non-strict): {len({(g['case_id'], g['requirement_id']) for g in should})}**",
+        extra.append((3, f"**SHOULD findings (non-strict): {len({(g['case_id'], g['requirement_id']) for g in should})}**",
                       grouped_lines(should, by_key, model, reasons=False), "SHOULD findings"))
     changes = [c for c in model["changes"] if c["to_column"] in keys]
     regressions = [c for c in changes if c["kind"] == REGRESSION]
@@ -154,7 +154,7 @@ def render_subject(subject: str, columns: list[dict], model: dict, groups: list[
              f"{md_text(series_label(by_key[c['to_column']]))} {md_text(by_key[c['from_column']]['version'])} "
              f"{md_text(c['from_verdict'])} → {md_text(by_key[c['to_column']]['version'])} **{md_text(c['to_verdict'])}**"
              for c in regressions if c["from_column"] in by_key and c["to_column"] in by_key]
-    extra.append((2, f"**Regressions between consecutive releases: {len(regressions)}** (fixes: {fixes})",
+    extra.append((1, f"**Regressions between consecutive releases: {len(regressions)}** (fixes: {fixes})",
                   lines, "regressions"))
     return out, extra
 
@@ -187,7 +187,7 @@ def render_markdown(model: dict) -> str:
                                                          key=lambda kv: VERDICTS.index(kv[0])))
         where = _release(by_key[flaky["column"]]) if flaky["column"] in by_key else md_code(flaky["column"])
         flaky_lines.append(f"- {md_code(flaky['case_id'])} on {where}: {spread}")
-    others = [(3, f"### Flaky cases ({len(model['flaky'])})", flaky_lines, "flaky cases")]
+    others = [(2, f"### Flaky cases ({len(model['flaky'])})", flaky_lines, "flaky cases")]
     selfcheck = []
     for check in model.get("selfcheck") or []:
         caught = sum(1 for f in check["faults"] if f["detected"])
@@ -205,11 +205,15 @@ def render_markdown(model: dict) -> str:
                      + [(p, None, title, lines, what) for p, title, lines, what in others], key=lambda t: t[0])
     after: list[str] = []
     for _, at, title, lines, what in ordered:
-        need = 4 if lines else 2
+        need = 3 if lines else 2
         if room < need:
+            if lines and room >= 2:          # no room for the list: say where it is
+                block = ["", f"{title} — listed in report.html"]
+                room -= len(block)
+                (after if at is None else inserts[at]).extend(block)
             continue
-        body = cut(lines, room - 3, what) if lines else []
-        block = ["", title, ""] + body if body else ["", title + " — none."]
+        body = cut(lines, room - 2, what) if lines else []
+        block = ["", title] + body if body else ["", title + " — none."]
         room -= len(block)
         if at is None:
             after += block
@@ -230,21 +234,34 @@ def render_markdown(model: dict) -> str:
     return "\n".join(out + after + tail) + "\n"
 
 
+UNFINISHED_SHOWN = 3
+
+
+def _brokers(names: list[str]) -> str:
+    return ", ".join(md_code(b) for b in names) if len(names) <= 4 else f"{len(names)} brokers and libraries"
+
+
 def render_unfinished(model: dict) -> list[str]:
-    """A warning for runs that never finished: their verdicts stand, but they are not whole runs."""
+    """A warning for runs that never finished or broke: their verdicts stand, but they are not whole runs. The
+    newest ones a line each, the rest counted."""
     runs = model.get("unfinished_runs") or []
     if not runs:
         return []
     title = "Unfinished or broken runs" if any(r.get("broken") for r in runs) else "Unfinished runs"
-    lines = ["", f"### ⚠ {title} ({len(runs)})", ""]
-    shown = []
-    for r in runs:
+    lines = ["", f"### ⚠ {title} ({len(runs)})"]
+    newest = sorted(runs, key=lambda r: str(r.get("started_at") or ""), reverse=True)
+    for r in newest[:UNFINISHED_SHOWN]:
         counted = (f"{r['records']} of {r['scheduled']} cases recorded" if r.get("scheduled") is not None
                    else f"{r.get('records', '?')} cases recorded")
-        shown.append(f"- {'BROKEN' if r.get('broken') else 'UNFINISHED'} run {md_code(r['run_id'])} "
-                     f"({', '.join(md_code(b) for b in r['brokers'])}), started {md_text(when(r['started_at']))}: "
+        lines.append(f"- {'BROKEN' if r.get('broken') else 'UNFINISHED'} run {md_code(r['run_id'])} "
+                     f"({_brokers(r['brokers'])}), started {md_text(when(r['started_at']))}: "
                      f"{counted}; {md_text(r['reason'])}")
-    return lines + cut(shown, 10, "unfinished runs")
+    rest = newest[UNFINISHED_SHOWN:]
+    if rest:
+        broken = sum(1 for r in rest if r.get("broken"))
+        lines.append(f"- … and {len(rest)} older ({broken} broken, {len(rest) - broken} unfinished), the oldest "
+                     f"started {md_text(when(rest[-1]['started_at']))} (see report.html)")
+    return lines
 
 
 __all__ = ["render_markdown", "MAX_LINES", "md_text", "md_code"]
