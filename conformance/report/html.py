@@ -27,8 +27,8 @@ from ..results import CHANGED, FIX, REGRESSION
 from ..verdict import BROKEN, HTML_COLOUR, MEANING, SHORT, Verdict
 from ..verdict import JUDGED as JUDGED_VERDICTS, VERDICTS
 from .findings import MODEL, change_text, count_text, deciding, finding_groups, judged_how, ranges_text
-from .labels import (CLIENT, SUBJECT_NOUN, SUBJECT_TITLE, Slugs, column_label, sections, series_label,
-                     series_runs, slug, when)
+from .labels import (CLIENT, SUBJECT_NOUN, SUBJECT_TITLE, Slugs, column_label, section_count, sections,
+                     series_label, series_runs, slug, when)
 from .model import LEVELS, validate_model
 from .producers import render_producers_html
 from .traffic import render_traffic_html
@@ -161,12 +161,10 @@ def render_header(model: dict, names: Names) -> str:
     last = max((c["last_run_at"] for c in model["columns"]), default="")
     parts = []
     for subject, columns in sections(model):
-        noun = SUBJECT_NOUN[subject]
-        series = len(series_runs(columns))
         must = sum(1 for members in finding_rows([g for g in names.groups if g["subject"] == subject])
                    if members[0]["verdict"] == Verdict.FAIL)
-        parts.append(f'<a href="#{subject}s">{esc(SUBJECT_TITLE[subject])}</a>: {len(columns)} releases of {series} '
-                     f'{noun[0] if series == 1 else noun[1]}, {must} MUST finding{"" if must == 1 else "s"}')
+        parts.append(f'<a href="#{subject}s">{esc(SUBJECT_TITLE[subject])}</a>: {section_count(subject, columns)}, '
+                     f'{must} MUST finding{"" if must == 1 else "s"}')
     glance = " · ".join(parts)
     nav = "".join(f'<a href="#{s}s">{esc(SUBJECT_TITLE[s])}</a>' for s, _ in sections(model))
     return (f'<header class="top" id="top"><h1>AMQP 1.0 flow-control conformance</h1>'
@@ -371,13 +369,11 @@ def render_changes(subject: str, columns: list[dict], model: dict, names: Names)
 
 
 def render_subject(subject: str, columns: list[dict], model: dict, names: Names) -> str:
-    series = len(series_runs(columns))
-    noun = SUBJECT_NOUN[subject]
     intro = ("The suite played the broker and judged each library's frames (docs/clients.md)."
              if subject == CLIENT else "The suite's scripted peer judged each broker release.")
     return (f'<section class="block subject" id="{subject}s" data-subject="{subject}">'
-            f'<h2>{esc(SUBJECT_TITLE[subject])} <span class="count-note">{len(columns)} releases of {series} '
-            f'{noun[0] if series == 1 else noun[1]}</span></h2><p class="note">{intro}</p>'
+            f'<h2>{esc(SUBJECT_TITLE[subject])} <span class="count-note">{section_count(subject, columns)}'
+            f'</span></h2><p class="note">{intro}</p>'
             + render_scoreboard(subject, columns, model, names)
             + render_findings(subject, model, names)
             + render_matrix(subject, columns, model, names)

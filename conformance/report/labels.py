@@ -77,6 +77,14 @@ def series_runs(columns: list[dict]) -> list[tuple[str, list[dict]]]:
     return out
 
 
+def section_count(subject: str, columns: list[dict]) -> str:
+    """"16 releases of 4 brokers", "1 release of 1 library": a section's columns and series, counted."""
+    series = len(series_runs(columns))
+    noun = SUBJECT_NOUN[subject]
+    return (f"{len(columns)} release{'' if len(columns) == 1 else 's'} of {series} "
+            f"{noun[0] if series == 1 else noun[1]}")
+
+
 def when(value: object) -> str:
     """An ISO 8601 time to the second, in UTC: `2026-11-27 14:15:03 UTC`; anything else as it is."""
     text = "" if value is None else str(value)

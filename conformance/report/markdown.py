@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from ..results import FIX, REGRESSION
 from ..verdict import VERDICTS, Verdict
 from .findings import finding_groups, group_line, ranges_text
-from .labels import SUBJECT_NOUN, SUBJECT_TITLE, column_label, sections, series_label, series_runs, when
+from .labels import SUBJECT_TITLE, column_label, section_count, sections, series_label, when
 from .model import validate_model
 from .producers import render_producers_markdown
 from .traffic import render_traffic_markdown
@@ -129,13 +129,11 @@ def render_subject(subject: str, columns: list[dict], model: dict, groups: list[
     """(the lines that are always shown: the table and every MUST failure, one line per case and requirement, or
     per requirement when `compact`; [(priority, title, lines, what)] that are cut to fit)."""
     by_key = {c["key"]: c for c in model["columns"]}
-    series = len(series_runs(columns))
-    noun = SUBJECT_NOUN[subject]
     mine = [g for g in groups if g["subject"] == subject]
     must = [g for g in mine if g["verdict"] == Verdict.FAIL]
     should = [g for g in mine if g["verdict"] != Verdict.FAIL]
     must_cells = sum(g["releases"] for g in must)
-    out = ["", f"### {SUBJECT_TITLE[subject]}: {len(columns)} releases of {series} {noun[0] if series == 1 else noun[1]}",
+    out = ["", f"### {SUBJECT_TITLE[subject]}: {section_count(subject, columns)}",
            ""] + score_table(columns, model)
     out += ["", f"**MUST failures: {len({(g['case_id'], g['requirement_id']) for g in must})} findings (a case and "
                 f"the requirement it broke) on {must_cells} release cells**" + ("" if must else " — none.")]

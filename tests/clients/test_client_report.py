@@ -21,7 +21,7 @@ def test_client_columns_get_their_own_section():
     clients = clients[:clients.index("</section>")]
     assert 'id="client-matrix"' in clients and '<span class="language">Go</span>' in clients
     assert re.findall(r'<th class="broker-col[^"]*" data-column="([^"]*)"', clients) == [column["key"]]
-    assert "### Client libraries: 1 releases of 1 library" in render_markdown(model)
+    assert "### Client libraries: 1 release of 1 library" in render_markdown(model)
 
 
 def test_a_client_release_belongs_to_its_library_series():

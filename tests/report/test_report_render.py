@@ -254,7 +254,7 @@ def test_brokers_and_client_libraries_are_apart(model):
             if doc.by_id("broker-matrix") in h.ancestors()] == [c["key"] for c in m["columns"][1:]]
     assert page.index('id="brokers"') < page.index('id="clients"')
     text = render_markdown(m)
-    assert text.index("### Brokers: 3 releases of 1 broker") < text.index("### Client libraries: 1 releases of 1 library")
+    assert text.index("### Brokers: 3 releases of 1 broker") < text.index("### Client libraries: 1 release of 1 library")
     assert "| python-qpid-proton 0.39.0 (Python) |" in text
 
 
