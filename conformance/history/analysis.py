@@ -13,6 +13,7 @@ import datetime as _dt
 import json
 import re
 from collections import defaultdict
+from pathlib import Path
 
 from .. import __version__, catalogue
 from ..results import change_kind, is_broken, is_judged
@@ -43,6 +44,16 @@ def finding_lines(findings: list) -> list[str]:
     """A record's findings (deciding first) as report lines: `<requirement> (<level>, <verdict>): <reason>`."""
     return [f"{f.get('requirement')} ({f.get('level')}, {f.get('verdict')}): {f.get('reason')}"
             for f in findings if isinstance(f, dict)]
+
+
+FINDING_FIELDS = ("requirement", "level", "verdict", "reason", "expected", "actual", "frame_index", "connection",
+                  "source")
+
+
+def finding_details(findings: list) -> list[dict]:
+    """A record's findings (deciding first) as the report's finding pages show them: what was expected, what the
+    peer did, and at which frame."""
+    return [{k: f.get(k) for k in FINDING_FIELDS if f.get(k) is not None} for f in findings if isinstance(f, dict)]
 
 
 def requirement_verdict_counts(case_verdict: str, violated: str | None, requirement_id: str) -> bool:
@@ -80,6 +91,8 @@ def aggregate(tables: dict, days: int = TREND_DAYS) -> tuple[list[dict], dict[st
             "duration_s": d["duration_s"] or 0.0, "section": d["section"], "level": d["level"],
             "requirement_ids": _json_list(d["requirement_ids"]), "records": r["records"],
             "findings": finding_lines(_json_objects(d["findings"])),
+            "finding_details": finding_details(_json_objects(d["findings"])),
+            "started_at": d["started_at"],
             "producer": _json_object(d["observations"]).get("producer"),
             "verdict_counts": {v: r[f"n_{v}"] for v in VERDICTS if r[f"n_{v}"]},
             "mean_s": (r["sum_us"] or 0) / 1e6 / r["records"], "min_s": r["min_s"] or 0.0,
@@ -97,9 +110,11 @@ def aggregate(tables: dict, days: int = TREND_DAYS) -> tuple[list[dict], dict[st
     return aggregates, columns_info, trends
 
 
-def build_model(spark, history: History, ladders: bool = True, full: bool = False) -> dict:
+def build_model(spark, history: History, ladders: bool = True, full: bool = False,
+                bisects: list[dict] | None = None) -> dict:
     """The report model (schema in conformance.report.model) of everything in `history`, from its summary
-    tables; `full=True` summarizes every record instead (the same model: the test of the summaries)."""
+    tables; `full=True` summarizes every record instead (the same model: the test of the summaries). `bisects`
+    are the bisect records to link the findings they explain to (read_bisects)."""
     if full:
         from .summary import as_frames, summarize
         tables = as_frames(spark, summarize(history.records(spark)))
@@ -109,13 +124,49 @@ def build_model(spark, history: History, ladders: bool = True, full: bool = Fals
     selfchecks = latest_selfchecks(history.selfchecks())
     total_records = sum(a["records"] for a in aggregates)
     runs = history.runs()
+    builds = commit_builds(columns_info, runs)       # a commit bisect's builds: on its record, not in the matrix
+    aggregates = [a for a in aggregates if a["column"] not in builds]
+    columns_info = {key: info for key, info in columns_info.items() if key not in builds}
     model = model_from_aggregates(aggregates, columns_info, trends, history_runs=len(runs),
                                   total_records=total_records,
                                   ladders=history.ladders({(a["run_id"], a["case_id"], a["broker"])
                                                            for a in aggregates}) if ladders else {},
-                                  selfchecks=selfchecks)
+                                  selfchecks=selfchecks, runs=runs, bisects=bisects)
     model["traffic"] = traffic_counts(spark, history.root)       # judged traffic (history/traffic.py)
+    attach_bug_reports(model, runs)
     return mark_unfinished(model, runs)
+
+
+def commit_builds(columns_info: dict[str, dict], runs: list[dict]) -> set[str]:
+    """The columns that are builds of a commit bisect (their latest run is a `bisect` run naming its `commit`):
+    each is one step of a search, shown with the bisect record, not a release in the matrix."""
+    by_id = {r.get("run_id"): r for r in runs}
+    return {key for key, info in columns_info.items()
+            if (by_id.get(info.get("last_run_id")) or {}).get("kind") == "bisect"
+            and (by_id.get(info.get("last_run_id")) or {}).get("commit")}
+
+
+# Where a run keeps the ready-to-file report of a client library's failing cell (written by `run --client`), by
+# the cell's transcript stem (<case>__<label>); the finding's page shows it.
+BUG_REPORT_PATHS = ("bug-reports/{stem}.md",)
+
+
+def attach_bug_reports(model: dict, runs: list[dict]) -> None:
+    """Give each failing client-library cell the Markdown bug report its run wrote, when the run directory (the
+    runs.json `source`) still holds one: `bug_report` (its text) and `bug_report_path` (relative to the run)."""
+    sources = {r.get("run_id"): r.get("source") for r in runs}
+    client = {c["key"]: c["broker"] for c in model["columns"] if c.get("subject") == "client"}
+    for cell in model["cells"]:
+        source = sources.get(cell["run_id"])
+        if cell["column"] not in client or not source or not is_broken(cell["verdict"]):
+            continue
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{cell['case_id']}__{client[cell['column']]}")
+        for pattern in BUG_REPORT_PATHS:
+            path = Path(source) / pattern.format(stem=stem)
+            if path.is_file():
+                cell["bug_report"] = path.read_text("utf-8", errors="replace")
+                cell["bug_report_path"] = pattern.format(stem=stem)
+                break
 
 
 def unfinished_runs(runs: list[dict]) -> list[dict]:
@@ -149,33 +200,71 @@ def mark_unfinished(model: dict, runs: list[dict]) -> dict:
     return model
 
 
+def describe_column(info: dict, runs_by_id: dict[str, dict], judged_client: bool = False) -> dict:
+    """A column's facts for readers: its series, whether it is a broker or a client library (and the library's
+    language), its label as people say it (`Artemis 2.17.0`, `rhea 3.0.5`), the arguments of `run` that test it
+    again, and the series `bisect --series` walks when it has one."""
+    from ..brokers import MANAGED, SERIES
+    from ..clients.library import BY_LABEL as CLIENT_RELEASES, LIBRARIES
+    from ..report.labels import column_label, series_label
+    broker = info["broker"]
+    info["series"] = series_of(broker)
+    library = CLIENT_RELEASES.get(broker)
+    if library is not None:
+        info["subject"] = "client"
+        info["language"] = library.language
+        info["run_args"] = f"--client {broker}"
+        if sum(1 for lib in LIBRARIES if lib.name == library.name) > 1:
+            info["bisect_series"] = library.name
+    elif judged_client:
+        # a team's own build judged by the client cases (run --client-from / --client-driver): a client column,
+        # beside its library's releases when its product is one of ours (rhea-local next to rhea)
+        info["subject"] = "client"
+        own = next((lib for lib in LIBRARIES if lib.name == info.get("product")), None)
+        if own is not None:
+            info["series"] = own.name
+            info["language"] = own.language
+    else:
+        info["subject"] = "broker"
+        if broker in MANAGED:
+            info["run_args"] = f"--broker {broker}"
+        else:
+            seen = ((runs_by_id.get(info.get("last_run_id")) or {}).get("brokers") or {}).get(broker)
+            if isinstance(seen, dict) and seen.get("url"):
+                info["run_args"] = f"--broker {seen['url']}" + (f" --profile {seen['profile']}"
+                                                                if seen.get("profile") else "")
+        if info["series"] in SERIES:
+            info["bisect_series"] = info["series"]
+    info["series_label"] = series_label(info)
+    info["label"] = column_label(info)
+    return info
+
+
 def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict], trends: dict, *,
                           history_runs: int, total_records: int, ladders: dict,
-                          selfchecks: list[dict] | None = None) -> dict:
+                          selfchecks: list[dict] | None = None, runs: list[dict] | None = None,
+                          bisects: list[dict] | None = None) -> dict:
     from ..cases import load_all, load_clients
+    from ..report.findings import deciding_of, finding_groups
     requirements = catalogue.load()
     known_cases = {**load_all(), **load_clients()}
 
-    from ..clients.library import BY_LABEL as CLIENT_RELEASES
     # a team's own build (run --client-from / --client-driver) is no pinned release: its cells are client cases
     client_cases = load_clients()
     judged_clients = {a["column"] for a in aggregates} - {a["column"] for a in aggregates
                                                            if a["case_id"] not in client_cases}
-    libraries = {lib.name for lib in CLIENT_RELEASES.values()}
+    runs_by_id = {r.get("run_id"): r for r in runs or []}
     for key, info in columns_info.items():
-        info["series"] = series_of(info["broker"])
-        if info["broker"] in CLIENT_RELEASES or key in judged_clients:
-            info["subject"] = "client"          # report.clients draws these columns in the client matrix
-            if info["broker"] not in CLIENT_RELEASES and info.get("product") in libraries:
-                info["series"] = info["product"]                    # rhea-local: beside rhea's releases
-    columns = sorted(columns_info, key=lambda key: (columns_info[key]["series"],
+        describe_column(info, runs_by_id, judged_client=key in judged_clients)
+    columns = sorted(columns_info, key=lambda key: (columns_info[key]["subject"], columns_info[key]["series"],
                                                     version_key(columns_info[key]["version"]),
                                                     columns_info[key]["broker"]))
     cases: dict[str, dict] = {}
     for cid, spec in known_cases.items():
         cases[cid] = {"id": cid, "title": spec.title, "section": spec.section, "level": spec.level,
                       "requirement_ids": list(spec.judged),     # its own and the model's: what it judges
-                      "model_requirement_ids": [r for r in spec.judged if r not in spec.requirements]}
+                      "model_requirement_ids": [r for r in spec.judged if r not in spec.requirements],
+                      "subject": list(spec.subject)}
     for a in aggregates:   # cases that ran once but are no longer in this suite version keep their record
         cases.setdefault(a["case_id"], {"id": a["case_id"], "title": a["case_id"], "section": a["section"],
                                         "level": a["level"], "requirement_ids": a["requirement_ids"],
@@ -186,7 +275,8 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
         cells.append({"case_id": a["case_id"], "column": a["column"], "verdict": a["verdict"], "reason": a["reason"],
                       "run_id": a["run_id"], "duration_s": round(a["duration_s"], 4),
                       "ladder": ladders.get((a["run_id"], a["case_id"], a["broker"])), "violated": a["violated"],
-                      "findings": a.get("findings", []),
+                      "findings": a.get("findings", []), "finding_details": a.get("finding_details", []),
+                      "started_at": a.get("started_at") or "",
                       "verdict_counts": a["verdict_counts"], "flaky": len(a["verdict_counts"]) > 1,
                       **({"producer": a["producer"]} if isinstance(a.get("producer"), dict) else {})})
 
@@ -206,7 +296,9 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
                 continue     # every case citing it stopped at another requirement first: not judged here
             worst = max(judged, key=lambda vc: REQUIREMENT_SEVERITY.get(vc[0], 0))[0]
             requirement_cells.append({"requirement_id": rid, "column": column, "verdict": worst,
-                                      "case_ids": [cid for _, cid in seen]})
+                                      "case_ids": [cid for _, cid in seen],
+                                      "deciding": deciding_of(rid, worst, [cid for v, cid in judged if v == worst],
+                                                              cases)})
 
     def score_rows(group_of) -> list[dict]:
         """Scores count cases (the unit a verdict is given for): passed / judged (pass, fail, non-strict)."""
@@ -246,7 +338,7 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
                   "last_s": round(a["duration_s"], 4), "series": trends.get((a["case_id"], a["column"]), [])}
                  for a in sorted(aggregates, key=lambda a: (a["case_id"], a["column"]))]
 
-    return {
+    model = {
         "generated_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "suite_version": __version__,
         "history": {"runs": history_runs, "records": total_records},
@@ -261,7 +353,10 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
         "flaky": flaky,
         "durations": durations,
         "selfcheck": selfchecks or [],
+        "bisects": list(bisects or []),
     }
+    model["finding_groups"] = finding_groups(model)
+    return model
 
 
 def latest_selfchecks(raw: list[dict]) -> list[dict]:

@@ -152,7 +152,8 @@ def spark_job(what: str):
 
 
 def cmd_report(args) -> int:
-    from ..report import render_html, render_markdown, validate_model
+    from ..report import json_model, render_markdown, validate_model, write_report
+    from . import bisect_log
     from .analysis import build_model
     from .store import check_run_dirs, find_run_dirs
     reports = _reports(args)
@@ -175,14 +176,14 @@ def cmd_report(args) -> int:
     t1 = time.monotonic()
     _say("analysing the history")
     with spark_job("analysing the history"):
-        model = build_model(spark, history)
+        model = build_model(spark, history, bisects=bisect_log.read_records(reports))
     if gate is not None:
         run_gate.mark_model(model, gate)            # each cell: expected, unexpected ..., new (docs/ci.md)
     validate_model(model)
     out.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(model)
-    atomic_write_text(out / "report.json", json.dumps(model, indent=1, sort_keys=True, default=str))
-    atomic_write_text(out / "report.html", render_html(model))
+    atomic_write_text(out / "report.json", json.dumps(json_model(model), indent=1, sort_keys=True, default=str))
+    written = write_report(model, out)
     atomic_write_text(out / "report.md", markdown)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
@@ -190,7 +191,8 @@ def cmd_report(args) -> int:
             fh.write(markdown + "\n")
     _say(f"ingest {t1 - t0:.1f} s, analysis {time.monotonic() - t1:.1f} s; "
          f"{model['history']['runs']} runs, {model['history']['records']} records, {len(model['columns'])} "
-         f"broker versions")
+         f"releases; report.html {written['html_bytes'] / 1e6:.2f} MB, {written['side_files']} side files "
+         f"{written['side_bytes'] / 1e6:.1f} MB")
     if args.allure:
         build_allure(run_dirs or find_run_dirs([reports]), out / "allure")
     print(f"report: {out / 'report.html'}\nsummary: {out / 'report.md'}\ndata: {out / 'report.json'}")
@@ -334,6 +336,7 @@ def _known(args, case, labels: list[str], prefix: str | None) -> dict[str, dict]
 
 
 def cmd_bisect(args) -> int:
+    from . import bisect_log
     from .bisect import Build, build_from_arg, first_change, load_builds, run_case_on
     from ..clients import LIBRARIES
     t_start = time.monotonic()
@@ -401,6 +404,7 @@ def cmd_bisect(args) -> int:
         where = "history" if r["source"] == "history" else (f"run {r['run_id']}" if r["run_id"] else "not started")
         return f"{r['verdict']} ({where}): {r['reason']}"
 
+    started_at = bisect_log.now()
     result = first_change(len(builds), verdict_of)
     print(f"\nbisect {case.id} over {len(builds)} builds:")
     for step in sorted(result.steps, key=lambda s: s.index):
@@ -408,11 +412,21 @@ def cmd_bisect(args) -> int:
         print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {state:<14} {shown(step.index)[:100]}")
     ran = sum(1 for s in result.steps if s.source == "run")
     counts = f"{ran} run(s), {len(result.steps) - ran} from the history"
+    before = builds[result.before].label if result.changed is not None else None
+    after = builds[result.changed].label if result.changed is not None else None
+    kind = change_kind(result.verdict_before, result.verdict_after) if result.changed is not None else ""
+    log = {
+        "case_id": case.id, "series": args.series or None, "command": _bisect_command(args, case.id, builds),
+        "builds": [b.label for b in builds], "before": before, "changed": after, "kind": kind, "note": result.note,
+        "verdict_before": result.verdict_before, "verdict_after": result.verdict_after,
+        "steps": [{"build": builds[s.index].label, "verdict": s.verdict, "source": s.source}
+                  for s in sorted(result.steps, key=lambda s: s.index)],
+        "started_at": started_at}
+    if result.changed is None or source is None:
+        bisect_log.write_record(options.reports_dir, {**log, "finished_at": bisect_log.now()})
     if result.changed is None:
         print(f"no change found: {result.note}; {counts}")
         return EXIT_MUST_FAILED
-    before, after = builds[result.before].label, builds[result.changed].label
-    kind = change_kind(result.verdict_before, result.verdict_after)
     if kind == REGRESSION and not is_broken(result.verdict_before):
         print(f"first failing build: {after}")
     print(f"the verdict of {case.id} changes between {before} and {after}: {result.verdict_before} -> "
@@ -420,6 +434,9 @@ def cmd_bisect(args) -> int:
     if source is None:
         return EXIT_OK
     answer = _bisect_commits(args, case, options, recipe, clone, builds, records, result, known)
+    from .commits import answer_json
+    bisect_log.write_record(options.reports_dir, {**log, "commit": answer_json(answer),
+                                                  "finished_at": bisect_log.now()})
     print(f"the whole bisect took {time.monotonic() - t_start:.0f} s")
     return EXIT_OK if answer.commit is not None else EXIT_MUST_FAILED
 
@@ -447,6 +464,15 @@ def _bisect_commits(args, case, options, recipe, clone, builds, records, result,
     kind = change_kind(old.verdict, answer.after.verdict) if answer.after else ""
     print(format_answer(answer, case.id, kind))
     return answer
+
+
+def _bisect_command(args, case_id: str, builds: list) -> str:
+    """The bisect as a command line with build labels only (a URL may hold a password: never written)."""
+    if args.series:
+        return f"amqp-conformance bisect {case_id} --series {args.series}"
+    if args.builds:
+        return f"amqp-conformance bisect {case_id} --builds {args.builds}"
+    return f"amqp-conformance bisect {case_id} " + " ".join(f"--build {b.label}" for b in builds)
 
 
 def cmd_bisect_run(args) -> int:

@@ -1,9 +1,12 @@
-"""Synthetic run directories for the pipeline benchmark and the history's own tests.
+"""Run directories for the benchmarks and the history's and report's own tests, in exactly the format
+`amqp-conformance run` writes (run.json + results.jsonl, transcripts beside them).
 
-Writes run directories in exactly the format `amqp-conformance run` writes (run.json + results.jsonl), with
-the real case catalogue, a handful of brokers and versions, mostly passing verdicts, a few deterministic
-failures, regressions between versions and flaky cases, so every part of the report has something to show.
-Generation is plain string formatting, fast enough for ten million records.
+Two kinds. Synthetic runs (`write_synthetic_runs`, `write_matrix_run`): the real case catalogue, a handful of
+brokers and versions, mostly passing verdicts, a few deterministic failures, regressions between versions and
+flaky cases, made by plain string formatting, fast enough for ten million records. Replayed nightly runs
+(`write_nightly_history`): real runs' records (findings, reasons, transcripts) replayed night after night
+under new run ids and times, for a history whose records look like real ones (the report page's benchmark and
+its browser test).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import random
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..verdict import Verdict
@@ -123,3 +127,95 @@ def write_matrix_run(dest: Path, index: int, seed: int = 11) -> Path:
     (run_dir / "results.jsonl").write_text("".join(lines), "utf-8")
     (run_dir / "run.json").write_text(json.dumps(meta), "utf-8")
     return run_dir
+
+
+# -- nightly histories replayed from real runs ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Replay:
+    """One column of a replayed nightly matrix: the broker (or client library) label, product and version its
+    records carry, the broker label in the source runs whose records it replays, and per case another source
+    broker to take that case's record from instead (to make a failure hold for some releases and not others)."""
+
+    label: str
+    product: str
+    version: str
+    source: str
+    overrides: tuple[tuple[str, str], ...] = ()
+
+
+def _source_records(sources: list[Path]) -> dict[tuple[str, str], list[tuple[Path, dict]]]:
+    """(broker, case_id) -> [(run directory, record)] over the source runs, in the order given."""
+    from ..results import read_records
+    found: dict[tuple[str, str], list[tuple[Path, dict]]] = {}
+    for run_dir in sources:
+        for record in read_records(Path(run_dir) / "results.jsonl"):
+            found.setdefault((record["broker"], record["case_id"]), []).append((Path(run_dir), record))
+    return found
+
+
+def _stem(case_id: str, broker: str) -> str:
+    import re
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{case_id}__{broker}")
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    import os
+    import shutil
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def write_nightly_history(dest: Path, sources: list[Path], nights: int, columns: list[Replay] | None = None,
+                          start: _dt.datetime | None = None, seed: int = 5) -> list[Path]:
+    """`nights` nightly run directories under `dest/runs/`, made of real runs' records: each night replays, for
+    every column, the records of its source broker (night n takes the n-th source run that holds the record,
+    cycling, so repeated real runs bring their own run-to-run differences), with its label, product and
+    version, a new run id and start (one night apart, 02:00 UTC), durations within ±10 % of the recorded ones,
+    and the transcripts beside them. Records are otherwise as `run` wrote them (findings, reasons, ladders).
+    `columns` defaults to every source broker as itself. Returns the run directories, oldest first."""
+    records = _source_records(sources)
+    if columns is None:
+        first_of = {}
+        for (broker, _), found in records.items():
+            first_of.setdefault(broker, found[0][1])
+        columns = [Replay(b, r.get("broker_product") or "", r.get("broker_version") or "", b)
+                   for b, r in first_of.items()]
+    case_ids = list(dict.fromkeys(case for _, case in records))
+    rng = random.Random(seed)
+    first = start or _dt.datetime(2026, 10, 1, 2, 0, tzinfo=_dt.timezone.utc)
+    template = json.loads((Path(sources[0]) / "run.json").read_text("utf-8"))
+    out = []
+    for night in range(nights):
+        started = first + _dt.timedelta(days=night)
+        run_id = started.strftime("%Y%m%dT%H%M%SZ") + f"-{40000 + night}"
+        run_dir = Path(dest) / "runs" / run_id
+        (run_dir / "transcripts").mkdir(parents=True, exist_ok=True)
+        lines, offset, brokers = [], 0.0, {}
+        for column in columns:
+            override = dict(column.overrides)
+            for case_id in case_ids:
+                choices = records.get((override.get(case_id, column.source), case_id))
+                if not choices:
+                    continue
+                source_dir, record = choices[night % len(choices)]
+                duration = round(max(0.0, float(record.get("duration_s") or 0.0) * rng.uniform(0.9, 1.1)), 4)
+                at = started + _dt.timedelta(seconds=offset)
+                offset += duration + 0.05
+                new = {**record, "run_id": run_id, "broker": column.label, "broker_product": column.product,
+                       "broker_version": column.version, "duration_s": duration, "started_at": at.isoformat()}
+                lines.append(json.dumps(new, sort_keys=True) + "\n")
+                for suffix in (".txt", ".json"):
+                    transcript = source_dir / "transcripts" / (_stem(case_id, record["broker"]) + suffix)
+                    if transcript.exists():
+                        _link_or_copy(transcript, run_dir / "transcripts" / (_stem(case_id, column.label) + suffix))
+            brokers[column.label] = {"product": column.product, "version": column.version}
+        (run_dir / "results.jsonl").write_text("".join(lines), "utf-8")
+        meta = {**template, "run_id": run_id, "started_at": started.isoformat(), "scheduled": len(lines),
+                "finished_at": (started + _dt.timedelta(seconds=offset)).isoformat(), "brokers": brokers}
+        meta.pop("stopped", None)
+        (run_dir / "run.json").write_text(json.dumps(meta, indent=2, sort_keys=True), "utf-8")
+        out.append(run_dir)
+    return out

@@ -41,6 +41,18 @@ the columns of one series are consecutive, oldest version first, and "changes" o
 or killed; their records are kept), and a cell from such a run carries "unfinished": true; and runs that
 finished broken ("broken": true: some cases ended in error, e.g. the broker died), whose cells are not marked.
 
+Optional, for readers (conformance.history.analysis writes them; the renderers fall back without them): a
+column's "subject" ("broker" | "client": brokers and client libraries are reported apart), "label" (the
+release as people say it: "Artemis 2.17.0", "rhea 3.0.5"), "series_label", "language" (a library's),
+"run_args" (the `run` arguments that test it again: "--broker artemis-2.17.0", "--client rhea-3.0.5") and
+"bisect_series" (the series `bisect --series` walks); a case's "subject" (the requirements it exists to judge);
+a cell's "started_at", "finding_details" ([{requirement, level, verdict, reason, expected, actual,
+frame_index, connection, source}], deciding first), "has_ladder" (report.json, whose cells leave the ladder
+out), "bug_report" and "bug_report_path" (a client library's ready-to-file report from its run directory),
+"expectation" and "expectation_reason" (`--expect`); a requirement cell's "deciding" (the case ids that gave
+it its verdict: conformance.report.findings.deciding_of); "finding_groups" (one per subject, series, case and
+deciding requirement: conformance.report.findings.finding_groups) and "bisects" (conformance.history.bisect_log).
+
 VERDICT is one of pass, fail, non-strict, informational, unsupported, error. The judged verdicts are pass,
 fail and non-strict; score = passed / judged (0 when nothing was judged). Every column, case and
 requirement named anywhere must be listed in "columns", "cases" and "requirements"; a (case, column) or

@@ -1,4 +1,4 @@
-"""The report's "Producer flow control" section: how each broker@version stopped a publisher at a full queue
+"""The report's "Producer flow control" section: how each broker release stopped a publisher at a full queue
 (2.6.7/14) or in an alarm (2.5.6/4-6), drawn from the cells' `producer` facts.
 
 This module owns that section for both renderers: `producer_rows(model)` (one row per case and
@@ -11,14 +11,18 @@ from __future__ import annotations
 import html
 import re
 
+from .labels import column_label
+
 CASE_ORDER = ("2.6.7/14", "2.5.6/4", "2.5.6/5", "2.5.6/6")
-HEADERS = ("broker@version", "case", "limit used", "means", "throttle point", "in flight", "resume point", "lost",
+HEADERS = ("release", "case", "limit used", "means", "throttle point", "in flight", "resume point", "lost",
            "verdict")
 
 
 def producer_rows(model: dict) -> list[dict]:
-    """Rows of the section: the queue-limit case first, then the alarm cases, broker@versions in column order."""
+    """Rows of the section: the queue-limit case first, then the alarm cases, releases in column order
+    (`column`: the release as people say it, `key`: the model's column)."""
     order = {c["key"]: i for i, c in enumerate(model.get("columns") or [])}
+    label = {c["key"]: column_label(c) for c in model.get("columns") or []}
     rows = []
     for cell in model.get("cells") or []:
         p = cell.get("producer")
@@ -37,14 +41,15 @@ def producer_rows(model: dict) -> list[dict]:
             resume = f"depth {p['resume_depth']}" if p.get("resume_depth") is not None else "resumed"
         else:
             resume = "not resumed" if p.get("resumed") is not None else "–"
-        rows.append({"column": cell["column"], "case_id": cell["case_id"], "limit": p.get("limit") or "–",
+        rows.append({"column": label.get(cell["column"], cell["column"]), "key": cell["column"],
+                     "case_id": cell["case_id"], "limit": p.get("limit") or "–",
                      "means": means, "point": point,
                      "in_flight": "–" if p.get("in_flight") is None else str(p["in_flight"]),
                      "resume": resume,
                      "lost": "not checked" if p.get("lost") is None else f"{p['lost']} of {p.get('accepted', 0)}",
                      "verdict": cell["verdict"]})
     rank = {c: i for i, c in enumerate(CASE_ORDER)}
-    rows.sort(key=lambda r: (rank.get(r["case_id"], len(rank)), r["case_id"], order.get(r["column"], 1 << 30)))
+    rows.sort(key=lambda r: (rank.get(r["case_id"], len(rank)), r["case_id"], order.get(r["key"], 1 << 30)))
     return rows
 
 

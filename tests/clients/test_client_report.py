@@ -1,28 +1,42 @@
-"""The report's client matrix: drawn only for columns the history marks as client libraries."""
+"""The report keeps client libraries apart from brokers: columns the history marks as client libraries get their
+own section (scores, findings, matrix), with the library's language beside its name."""
 
 from __future__ import annotations
 
-from conformance.history.analysis import series_of
-from conformance.report.clients import render_client_matrix
-from conformance.report.html import render_html
-from conformance.report.model import validate_model
+import re
+
+from conformance.history.analysis import describe_column, series_of
+from conformance.report import render_html, render_markdown, validate_model
 from report_example import example_model
 
 
-def test_client_columns_get_their_own_matrix():
+def test_client_columns_get_their_own_section():
     model = example_model()
-    assert render_client_matrix(model) == ""                     # brokers only: nothing more on the page
+    assert 'id="client-matrix"' not in render_html(model)           # brokers only: no client section
     column = model["columns"][0]
-    column["subject"] = "client"
+    column.update(subject="client", language="Go")
     validate_model(model)
-    html = render_client_matrix(model)
-    assert 'id="client-matrix"' in html and column["broker"] in html
-    assert html.count("<tr>") >= 2
-    assert 'id="client-matrix"' in render_html(model)
+    page = render_html(model)
+    clients = page[page.index('<section class="block subject" id="clients"'):]
+    clients = clients[:clients.index("</section>")]
+    assert 'id="client-matrix"' in clients and '<span class="language">Go</span>' in clients
+    assert re.findall(r'<th class="broker-col[^"]*" data-column="([^"]*)"', clients) == [column["key"]]
+    assert "### Client libraries: 1 release of 1 library" in render_markdown(model)
 
 
 def test_a_client_release_belongs_to_its_library_series():
     assert series_of("go-amqp-1.4.0") == series_of("go-amqp-1.7.0") == "go-amqp"
+    info = describe_column({"broker": "go-amqp-1.4.0", "version": "1.4.0", "product": "go-amqp"}, {})
+    assert (info["subject"], info["language"], info["label"], info["run_args"], info["bisect_series"]) == \
+        ("client", "Go", "go-amqp 1.4.0", "--client go-amqp-1.4.0", "go-amqp")
+    info = describe_column({"broker": "artemis-2.17.0", "version": "2.17.0", "product": "apache-activemq-artemis"}, {})
+    assert (info["subject"], info["label"], info["run_args"], info["bisect_series"]) == \
+        ("broker", "Artemis 2.17.0", "--broker artemis-2.17.0", "artemis")
+    runs = {"r1": {"brokers": {"10.0.0.5:5672": {"url": "amqp://10.0.0.5:5672", "profile": "rabbitmq-4"}}}}
+    info = describe_column({"broker": "10.0.0.5:5672", "version": "4.0.5", "product": "RabbitMQ",
+                            "last_run_id": "r1"}, runs)
+    assert (info["label"], info["run_args"]) == ("RabbitMQ 4.0.5", "--broker amqp://10.0.0.5:5672 --profile rabbitmq-4")
+    assert "bisect_series" not in info
 
 
 def test_a_fail_cell_gets_a_bug_report_a_maintainer_can_paste():

@@ -5,6 +5,7 @@ introduced at a known point (reference brokers started by command), using the hi
 from __future__ import annotations
 
 import os
+import json
 import re
 import shlex
 import subprocess
@@ -85,9 +86,20 @@ def test_bisect_a_synthetic_series_then_again_from_the_history(tmp_path, capsys)
     assert "first failing build: ref-1.6" in out
     runs = list((reports / "runs").iterdir())
     assert 3 <= len(runs) <= 5                         # endpoints + log2 of the rest, not all nine
-    # every point it ran is now in the history; a second bisect runs nothing
+    # the bisect left its record: what it looked at and what it found
+    [record] = [json.loads(p.read_text()) for p in (reports / "bisects").glob("*.json")]
+    assert (record["case_id"], record["before"], record["changed"], record["kind"]) == \
+        (CASE, "ref-1.5", "ref-1.6", "regression")
+    assert record["command"] == f"amqp-conformance bisect {CASE} --builds {builds}"
+    assert [s["build"] for s in record["steps"]][0] == "ref-1.1" and {s["source"] for s in record["steps"]} == {"run"}
+    # every point it ran is now in the history; a second bisect runs nothing; the report links the bisect to
+    # the finding whose change it found
     assert main(["report", "--reports-dir", str(reports)]) == 0
     capsys.readouterr()
+    model = json.loads((reports / "report" / "report.json").read_text())
+    [group] = [g for g in model["finding_groups"] if g["columns"] == ["ref-1.6@1.6"]]
+    assert group["case_id"] == CASE and group["bisect"]["changed"] == "ref-1.6"
+    assert "bisected: first at ref-1.6" in (reports / "report" / "report.md").read_text()
     assert main(["bisect", CASE, "--builds", str(builds), "--reports-dir", str(reports)]) == 0
     out = capsys.readouterr().out
     assert "first failing build: ref-1.6" in out and "0 run(s)" in out and "(from the history)" in out

@@ -142,8 +142,9 @@ def test_report_command_writes_three_files(spark, reports, tmp_path, capsys, mon
     out = capsys.readouterr().out
     assert "ingesting 2 run(s)" in out and "report:" in out
     html = (reports / "report" / "report.html").read_text()
-    assert 'id="matrix"' in html and "ref-a@1.1" in html
-    assert "ref-a@1.1" in (reports / "report" / "report.md").read_text()
+    assert 'id="broker-matrix"' in html and 'data-column="ref-a@1.1"' in html and "ref-a 1.1" in html
+    assert "| ref-a 1.1 |" in (reports / "report" / "report.md").read_text()
+    assert list((reports / "report" / "report.files" / "case").glob("*.js"))          # the side pages beside it
     validate_model(json.loads((reports / "report" / "report.json").read_text()))
     assert "## " in summary.read_text()
     # a second report ingests nothing new: no batch written, no run counted twice
@@ -243,7 +244,7 @@ def test_selfcheck_runs_feed_the_sensitivity_matrix_not_the_compliance_matrix(sp
     assert check["column"] == "ref-a@1.0" and check["faults"][0]["flipped"][0]["case_id"] == "2.6.8/2"
     html = (reports / "report" / "report.html").read_text()
     assert 'id="selfcheck"' in html and "drain-stripped" in html
-    assert "Selfcheck on `ref-a@1.0`: 1 of 1 faults caught" in (reports / "report" / "report.md").read_text()
+    assert "Selfcheck on ref-a 1.0: 1 of 1 faults caught" in (reports / "report" / "report.md").read_text()
 
 
 @pytest.mark.parametrize("verdict, violated, requirement, counts", [
@@ -277,7 +278,9 @@ def test_run_then_report_with_allure(spark, tmp_path, capsys):
     model = json.loads((reports / "report" / "report.json").read_text())
     assert [c["broker"] for c in model["columns"]] == ["qpid-proton-c"]
     assert {c["case_id"] for c in model["cells"]} == {"2.6.8/1", "2.6.7/3"}
-    assert all(c["ladder"] for c in model["cells"])
+    assert all(c["has_ladder"] and c["ladder"] is None for c in model["cells"])       # the transcripts are beside it
+    for cell in model["cells"]:
+        assert list((reports / "report" / "report.files" / "ladder" / cell["case_id"].replace("/", "-")).glob("*.js"))
 
 
 def test_runs_ingested_at_different_times_are_read_together(spark, reports, tmp_path):
@@ -338,3 +341,13 @@ def test_many_small_runs_are_read_in_few_tasks(spark, tmp_path):
         files.append(str(path))
     tasks = spark.read.schema(RECORD_SCHEMA).json(files).rdd.getNumPartitions()
     assert tasks <= 3, f"{len(files)} small files read in {tasks} tasks (Spark's default packs them into 10)"
+
+
+def test_a_commit_bisects_builds_are_not_releases_of_the_matrix():
+    from conformance.history.analysis import commit_builds
+    columns = {"artemis-2.35.0@2.35.0": {"last_run_id": "nightly"},
+               "artemis-2.35.0-87-g1361e29739@2.36.0-SNAPSHOT": {"last_run_id": "step"},
+               "artemis-2.39.0@2.39.0": {"last_run_id": "release-bisect"}}
+    runs = [{"run_id": "nightly"}, {"run_id": "step", "kind": "bisect", "commit": "1361e29739"},
+            {"run_id": "release-bisect", "kind": "bisect"}]
+    assert commit_builds(columns, runs) == {"artemis-2.35.0-87-g1361e29739@2.36.0-SNAPSHOT"}

@@ -27,5 +27,5 @@ def test_producer_facts_reach_the_report(spark, tmp_path):
     producer = cell["2.6.7/14", "ref-p@1.0"]["producer"]
     assert producer["means"] == "link-credit withdrawn" and producer["at_message"] == 11 and producer["lost"] == 0
     assert "producer" not in cell["2.6.7/3", "ref-p@1.0"]
-    assert "| ref-p@1.0 | 2.6.7/14 | 10 messages | link-credit withdrawn (drain) | message 11, depth 10 |" \
+    assert "| ref-p 1.0 | 2.6.7/14 | 10 messages | link-credit withdrawn (drain) | message 11, depth 10 |" \
         in render_markdown(model)

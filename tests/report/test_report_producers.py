@@ -26,7 +26,7 @@ def model_with_producers() -> dict:
 
 def test_rows_carry_the_facts():
     m = model_with_producers()
-    rows = {r["column"] + r["case_id"]: r for r in producer_rows(m)}
+    rows = {r["key"] + r["case_id"]: r for r in producer_rows(m)}
     first = rows[m["cells"][0]["column"] + m["cells"][0]["case_id"]]
     assert (first["limit"], first["means"], first["point"], first["in_flight"], first["resume"], first["lost"]) == \
         ("10 messages", "link-credit withdrawn (drain)", "message 12, depth 11", "110", "depth 8", "0 of 122")
@@ -41,7 +41,7 @@ def test_html_and_markdown_render_the_section_escaped():
     assert "link-credit withdrawn (drain)" in page and "&lt;b&gt;x&lt;/b&gt;" in page and "<b>x</b>" not in page
     md = render_markdown(m)
     assert "### Producer flow control" in md
-    assert "| broker@version | case | limit used | means | throttle point | in flight | resume point | lost |" in md
+    assert "| release | case | limit used | means | throttle point | in flight | resume point | lost |" in md
     assert "message 12, depth 11 | 110 | depth 8 | 0 of 122 |" in md
     assert "&lt;b&gt;x&lt;/b&gt; \\| y" in md
 
