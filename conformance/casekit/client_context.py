@@ -301,8 +301,9 @@ class ClientCaseContext(CaseRecord):
     def ladders(self) -> list[str]:
         out = []
         for c in self.clients:
-            receiver = any(isinstance(l, SendingEnd) for l in c.links)
-            out.append(f"connection {c.number} (the client on the left)\n"
+            receiver = any(isinstance(l, SendingEnd) for l in c.links)     # the client receives what we send
+            side = "left" if receiver else "right"      # the ladder draws the link's receiver on the left
+            out.append(f"connection {c.number} (the client on the {side})\n"
                        + c.peer.transcript.ladder(peer_is_receiver=not receiver))
         return out
 
