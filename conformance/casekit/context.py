@@ -140,12 +140,16 @@ class CaseContext:
         # rest arrives with no gap longer than the absence window (not a clock-only silence of 2 quiet periods)
         reader.session.settle_by_barrier(queue, through_queue=True)
         gap = reader.session.absence_window()
+        accepted = 0       # transfers accepted so far: consumed as an application consumes, each as it comes
         while True:
             try:
                 reader.peer.expect(Transfer, channel=reader.session.remote_channel, handle=reader.broker_handle,
                                    timeout=gap)
             except ExpectationTimeout:
                 break
+            # a broker may hold back the rest until what it delivered is settled (ActiveMQ pages a queue in only
+            # as far as its memory limit allows, and unsettled deliveries keep their memory)
+            accepted = reader.accept_delivered(since=accepted)
         return [b for link in (*links, reader) for b in link.bodies_from_state()]   # read last: all delivered
 
     # -- findings ------------------------------------------------------------------------------------------

@@ -239,9 +239,14 @@ def _resume_on_a_new_connection(ctx, link, resume: Resume, depth: int, consume, 
 def credit_back(link, *, at_least: float = 0.0) -> bool:
     """Whether the publisher may send again: credit and window now, or within a bounded wait (twice the
     absence window; `at_least` seconds in all, for a broker that
-    grants credit on a timer of its own after memory was freed: Artemis, about 1.5 s)."""
+    grants credit on a timer of its own after memory was freed: Artemis, about 1.5 s). A broker that held
+    transfers without an outcome answers them first and tops credit up with or after those answers (ActiveMQ
+    tops a link up once it has answered all but 30 % of its grant): their outcomes are collected first, for
+    as long as they keep coming (`_collect_outcomes`)."""
     if _ended(link):
         return False
+    if link.credit <= 0:
+        _collect_outcomes(link, list(link.sent))
     if _held(link, ThrottlePoint("synchronous", Means.NONE)) is None:
         return True
     return _await(link.peer, lambda: link.credit > 0 and _window_open(link), at_least, "credit after consuming")

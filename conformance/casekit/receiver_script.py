@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..peer import ConnectionLost, ExpectationTimeout, Precluded, UnexpectedFrame, summarize
+from ..peer import ConnectionLost, ExpectationTimeout, PeerError, Precluded, UnexpectedFrame, summarize
 from ..wire import Detach, Flow, Transfer, serial_add, serial_diff
 from .findings import CaseHalted
 from .script_base import AUTO, LinkScript, _arrived_text, _body_of
@@ -221,6 +221,24 @@ class ReceiverScript(LinkScript):
 
     def bodies_from_state(self) -> list[bytes]:
         return _bodies(self.state.transfers)
+
+    def accept_delivered(self, since: int = 0) -> int:
+        """Accept (settle) the unsettled deliveries among the transfers this link got from position `since` on, in
+        one disposition; returns the position reached (pass it back next time)."""
+        frames = list(self.state.transfers)
+        ids = [int(f.body.delivery_id) for f in frames[since:] if f.body.delivery_id is not None and not f.body.settled]
+        if frames and frames[-1].body.more:          # a message still arriving: accepted with its last frame
+            while frames and frames[-1].body.delivery_id is None:
+                frames.pop()
+            if frames:
+                frames.pop()
+            ids = ids[:-1]
+        if ids:
+            try:
+                self.peer.disposition(self.session.channel, first=ids[0], last=ids[-1])
+            except PeerError:
+                pass
+        return len(frames)
 
 
 def _bodies(frames) -> list[bytes]:

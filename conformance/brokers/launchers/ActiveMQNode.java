@@ -1,0 +1,106 @@
+/*
+ * The amqp-conformance launcher of an ActiveMQ Classic node (5.15 ... 6.x): one BrokerService, compiled at
+ * provisioning against the release's own jars (the same source for every release: only classes whose package
+ * and signature are unchanged from 5.15 to 6.3 are used).
+ *
+ * What it starts, as an ActiveMQ user runs a broker: an AMQP 1.0 transport connector on 127.0.0.1 (the URI
+ * options of ActiveMQ's shipped activemq.xml), SASL PLAIN for one user (a simpleAuthenticationPlugin; no
+ * anonymous access), a KahaDB store in the node's own directory, producer flow control on every queue (the
+ * default policy), the broker-wide memory, store and temp limits of ActiveMQ's shipped activemq.xml, and the
+ * MBeans in the JVM's own MBean server without a JMX connector (no RMI port; the management hooks reach them
+ * over HTTP, as ActiveMQ's web console serves them, through a Jolokia agent the suite adds to the JVM).
+ *
+ * Arguments: key=value (port, data, name, user, memory, store, temp); the password comes from the environment
+ * variable AMQP_CONFORMANCE_ACTIVEMQ_PASSWORD (never on the command line). Prints "amqp-conformance: started"
+ * once the broker runs; stops cleanly on SIGTERM (the broker's shutdown hook).
+ */
+
+import java.io.File;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.activemq.broker.BrokerPlugin;
+import org.apache.activemq.broker.BrokerService;
+import org.apache.activemq.broker.region.policy.PolicyEntry;
+import org.apache.activemq.broker.region.policy.PolicyMap;
+import org.apache.activemq.security.AuthenticationUser;
+import org.apache.activemq.security.SimpleAuthenticationPlugin;
+import org.apache.activemq.store.kahadb.KahaDBPersistenceAdapter;
+
+public final class ActiveMQNode {
+
+    private ActiveMQNode() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> o = new HashMap<>();
+        for (String arg : args) {
+            int eq = arg.indexOf('=');
+            if (eq < 1) {
+                throw new IllegalArgumentException("expected key=value, got " + arg);
+            }
+            o.put(arg.substring(0, eq), arg.substring(eq + 1));
+        }
+        String password = System.getenv("AMQP_CONFORMANCE_ACTIVEMQ_PASSWORD");
+        if (password == null) {
+            throw new IllegalArgumentException("AMQP_CONFORMANCE_ACTIVEMQ_PASSWORD is not set");
+        }
+        File data = new File(required(o, "data"));
+
+        BrokerService broker = new BrokerService();
+        broker.setBrokerName(required(o, "name"));
+        broker.setDataDirectoryFile(data);
+        broker.setPersistent(true);
+        KahaDBPersistenceAdapter kahaDB = new KahaDBPersistenceAdapter();
+        kahaDB.setDirectory(new File(data, "kahadb"));
+        broker.setPersistenceAdapter(kahaDB);
+        broker.setTmpDataDirectory(new File(data, "tmp_storage"));
+        broker.setSchedulerSupport(false);
+        broker.setUseJmx(true);
+        broker.getManagementContext().setCreateConnector(false);
+
+        List<AuthenticationUser> users = new ArrayList<>();
+        users.add(new AuthenticationUser(required(o, "user"), password, "admins,users"));
+        SimpleAuthenticationPlugin authentication = new SimpleAuthenticationPlugin(users);
+        authentication.setAnonymousAccessAllowed(false);
+        broker.setPlugins(new BrokerPlugin[] {authentication});
+
+        PolicyEntry queues = new PolicyEntry();
+        queues.setQueue(">");
+        queues.setProducerFlowControl(true);
+        PolicyEntry topics = new PolicyEntry();
+        topics.setTopic(">");
+        topics.setProducerFlowControl(true);
+        PolicyMap policies = new PolicyMap();
+        List<PolicyEntry> entries = new ArrayList<>();
+        entries.add(queues);
+        entries.add(topics);
+        policies.setPolicyEntries(entries);
+        broker.setDestinationPolicy(policies);
+
+        broker.getSystemUsage().getMemoryUsage().setLimit(Long.parseLong(required(o, "memory")));
+        broker.getSystemUsage().getStoreUsage().setLimit(Long.parseLong(required(o, "store")));
+        broker.getSystemUsage().getTempUsage().setLimit(Long.parseLong(required(o, "temp")));
+
+        broker.addConnector("amqp://127.0.0.1:" + Integer.parseInt(required(o, "port"))
+                + "?maximumConnections=1000&wireFormat.maxFrameSize=104857600");
+        broker.start();
+        if (!broker.waitUntilStarted()) {
+            System.err.println("amqp-conformance: the broker did not start");
+            System.exit(1);
+        }
+        System.out.println("amqp-conformance: started");
+        System.out.flush();
+        broker.waitUntilStopped();
+    }
+
+    private static String required(Map<String, String> o, String key) {
+        String value = o.get(key);
+        if (value == null) {
+            throw new IllegalArgumentException("missing argument " + key + "=...");
+        }
+        return value;
+    }
+}
