@@ -4,9 +4,9 @@
 `resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec, timeout=)` gives the
 BrokerHandle the cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This
 package never prints a broker URL with its password (handles have `redacted_url`). Managed kinds: RabbitMQ
-4.3, 4.0 and 3.10, Qpid Broker-J per release line, ActiveMQ Artemis and ActiveMQ Classic per release (`SERIES` lists the
-release series), and qpid-proton-c (the default: it builds in a second
-and starts in a fraction of one, so a new user gets real verdicts fastest).
+4.3, 4.0 and 3.10, Qpid Broker-J per release line, ActiveMQ Artemis and ActiveMQ Classic per release
+(`SERIES` lists the release series), and qpid-proton-c (the default: it builds in a second and starts in a
+fraction of one, so a new user gets real verdicts fastest).
 """
 
 from __future__ import annotations
