@@ -26,7 +26,7 @@ def register(sub) -> None:
     p.add_argument("--all", action="store_true", help="every managed broker")
     p.add_argument("--tested", action="store_true", help="the managed brokers the suite's own tests use")
     p.add_argument("--series", default=None, metavar="NAME",
-                   help="every release of a series, oldest first (artemis, qpid-broker-j, rabbitmq)")
+                   help="every release of a series, oldest first (activemq, artemis, qpid-broker-j, rabbitmq)")
     p.add_argument("--port", type=int, default=None, help="up: listen on this loopback port (default: a free one)")
     p.set_defaults(func=cmd_brokers)
 

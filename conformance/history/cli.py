@@ -64,8 +64,8 @@ def register(sub) -> None:
     b.add_argument("--builds", default=None, metavar="FILE.toml",
                    help="builds from a file: [[build]] label, broker | url | command (+ url), profile")
     b.add_argument("--series", default=None, metavar="NAME",
-                   help="the managed releases of a series, oldest first (artemis, qpid-broker-j, rabbitmq), or a "
-                        "client library's pinned releases (rhea, qpid-jms, go-amqp, python-qpid-proton); "
+                   help="the managed releases of a series, oldest first (activemq, artemis, qpid-broker-j, "
+                        "rabbitmq), or a client library's pinned releases (rhea, qpid-jms, go-amqp, python-qpid-proton); "
                         "each is provisioned when the search first needs it")
     b.add_argument("--no-history", action="store_true", help="run every point the search needs")
     _history_options(b)
