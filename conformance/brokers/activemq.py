@@ -12,7 +12,8 @@ The layout (what commit-level bisection reuses: swap jars in a copy of `lib/`, c
 way), under `<cache>/activemq/<version>/`:
 
     lib/            the release's jars (classpath `lib/*`), nothing else
-    launcher/       ActiveMQNode.class, compiled against lib/
+    launcher/       ActiveMQNode.class, compiled against lib/, and source.sha256 (the hash of the source it was
+                    compiled from: a changed launcher provisions the release again)
     jars.txt        the jar file names of lib/, one a line (written last: its presence means provisioned)
 
 `classpath(home, run_home)` and `launcher_argv(...)` build the command line from that layout: the launcher of
@@ -24,6 +25,7 @@ JMX connector (no RMI port), the broker-wide limits of ActiveMQ's shipped active
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import time
@@ -35,7 +37,8 @@ from .managed import NodeRecord, free_port, progress, run
 
 # oldest first: the releases whose activemq-amqp Maven Central serves (not 5.15.16, 5.17.7, 5.18.7, any 6.0.x)
 VERSIONS = ("5.15.15", "5.16.7", "5.17.6", "5.18.6", "5.19.1", "6.1.7", "6.1.8", "6.2.2", "6.3.1")
-MODULES = ("activemq-broker", "activemq-amqp", "activemq-kahadb-store", "activemq-jaas")
+# (not activemq-jaas: Maven Central does not serve it for 6.2.2; the launcher needs none of it)
+MODULES = ("activemq-broker", "activemq-amqp", "activemq-kahadb-store")
 JOLOKIA = "org.jolokia:jolokia-agent-jvm:2.1.2:jar:javaagent"
 LAUNCHER = Path(__file__).resolve().parent / "launchers" / "ActiveMQNode.java"
 MAIN_CLASS = "ActiveMQNode"
@@ -105,13 +108,19 @@ def provision_release(version: str, home: Path, what: str) -> None:
     (home / "jars.txt").write_text("\n".join(jars) + "\n")
 
 
+def launcher_hash() -> str:
+    return hashlib.sha256(LAUNCHER.read_bytes()).hexdigest()
+
+
 def compile_launcher(home: Path, what: str) -> None:
-    """javac of the launcher against `home/lib` into `home/launcher` (replaced only when it compiled)."""
+    """javac of the launcher against `home/lib` into `home/launcher` (replaced only when it compiled), with the
+    hash of its source beside it."""
     partial = home / "launcher.partial"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     run(["javac", "-nowarn", "-d", str(partial), "-cp", f"{home / 'lib'}/*", str(LAUNCHER)], timeout=300,
         what=f"{what}: compiling {LAUNCHER.name}")
+    (partial / "source.sha256").write_text(launcher_hash() + "\n")
     shutil.rmtree(home / "launcher", ignore_errors=True)
     os.replace(partial, home / "launcher")
 
@@ -130,8 +139,9 @@ class ActiveMQ(JvmBroker):
         return home_of(self.version)
 
     def provisioned(self) -> bool:
+        stamp = self.home / "launcher" / "source.sha256"
         return (self.home / "jars.txt").exists() and (self.home / "launcher" / f"{MAIN_CLASS}.class").exists() \
-            and jolokia_agent().exists()
+            and stamp.exists() and stamp.read_text().strip() == launcher_hash() and jolokia_agent().exists()
 
     def provision(self) -> None:
         provision_release(self.version, self.home, f"provisioning {self.kind}")

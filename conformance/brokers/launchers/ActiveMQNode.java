@@ -4,8 +4,8 @@
  * and signature are unchanged from 5.15 to 6.3 are used).
  *
  * What it starts, as an ActiveMQ user runs a broker: an AMQP 1.0 transport connector on 127.0.0.1 (the URI
- * options of ActiveMQ's shipped activemq.xml), SASL PLAIN for one user (a simpleAuthenticationPlugin; no
- * anonymous access), a KahaDB store in the node's own directory, producer flow control on every queue (the
+ * options of ActiveMQ's shipped activemq.xml), SASL PLAIN for one user (the SimpleAuthenticationBroker that a
+ * <simpleAuthenticationPlugin> installs; no anonymous access), a KahaDB store in the node's own directory, producer flow control on every queue (the
  * default policy), the broker-wide memory, store and temp limits of ActiveMQ's shipped activemq.xml, and the
  * MBeans in the JVM's own MBean server without a JMX connector (no RMI port; the management hooks reach them
  * over HTTP, as ActiveMQ's web console serves them, through a Jolokia agent the suite adds to the JVM).
@@ -16,17 +16,19 @@
  */
 
 import java.io.File;
+import java.security.Principal;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.activemq.broker.BrokerPlugin;
 import org.apache.activemq.broker.BrokerService;
 import org.apache.activemq.broker.region.policy.PolicyEntry;
 import org.apache.activemq.broker.region.policy.PolicyMap;
-import org.apache.activemq.security.AuthenticationUser;
-import org.apache.activemq.security.SimpleAuthenticationPlugin;
+import org.apache.activemq.security.SimpleAuthenticationBroker;
 import org.apache.activemq.store.kahadb.KahaDBPersistenceAdapter;
 
 public final class ActiveMQNode {
@@ -61,10 +63,16 @@ public final class ActiveMQNode {
         broker.setUseJmx(true);
         broker.getManagementContext().setCreateConnector(false);
 
-        List<AuthenticationUser> users = new ArrayList<>();
-        users.add(new AuthenticationUser(required(o, "user"), password, "admins,users"));
-        SimpleAuthenticationPlugin authentication = new SimpleAuthenticationPlugin(users);
-        authentication.setAnonymousAccessAllowed(false);
+        // what <simpleAuthenticationPlugin> installs (SimpleAuthenticationBroker), without the plugin class itself:
+        // it needs activemq-jaas (GroupPrincipal), which Maven Central does not serve for every release (6.2.2)
+        String user = required(o, "user");
+        Map<String, String> passwords = Collections.singletonMap(user, password);
+        Map<String, Set<Principal>> groups = Collections.singletonMap(user, Collections.singleton(new Group("admins")));
+        BrokerPlugin authentication = next -> {
+            SimpleAuthenticationBroker checked = new SimpleAuthenticationBroker(next, passwords, groups);
+            checked.setAnonymousAccessAllowed(false);
+            return checked;
+        };
         broker.setPlugins(new BrokerPlugin[] {authentication});
 
         PolicyEntry queues = new PolicyEntry();
@@ -94,6 +102,20 @@ public final class ActiveMQNode {
         System.out.println("amqp-conformance: started");
         System.out.flush();
         broker.waitUntilStopped();
+    }
+
+    /** A group of the user (what activemq-jaas' GroupPrincipal is to the plugin). */
+    private static final class Group implements Principal {
+        private final String name;
+
+        Group(String name) {
+            this.name = name;
+        }
+
+        @Override
+        public String getName() {
+            return name;
+        }
     }
 
     private static String required(Map<String, String> o, String key) {
