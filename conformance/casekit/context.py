@@ -18,11 +18,13 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
+import time
 from typing import Any, Callable
 
 from .. import catalogue
 from ..model import transcript_violations
 from ..peer import ExpectationTimeout, Peer, PeerError, Timeouts, summarize
+from ..brokers.profiles import Command
 from ..peer.errors import FIN
 from ..wire import Close, Detach, End, Error, Transfer
 from .findings import (
@@ -141,16 +143,36 @@ class CaseContext:
         reader.session.settle_by_barrier(queue, through_queue=True)
         gap = reader.session.absence_window()
         accepted = 0       # transfers accepted so far: consumed as an application consumes, each as it comes
+        last = time.monotonic()
         while True:
             try:
                 reader.peer.expect(Transfer, channel=reader.session.remote_channel, handle=reader.broker_handle,
                                    timeout=gap)
             except ExpectationTimeout:
+                # a broker that pages the queue in from its store (ActiveMQ, which pages in only as far as its
+                # memory limit allows) may pause longer than the gap while it still holds messages: where the
+                # profile reads the queue's depth without a command-line tool, a depth above 0 is waited for,
+                # a gap at a time, up to the frame timeout since the last transfer
+                if time.monotonic() - last < self.options.frame_timeout and self._still_queued(queue):
+                    continue
                 break
-            # a broker may hold back the rest until what it delivered is settled (ActiveMQ pages a queue in only
-            # as far as its memory limit allows, and unsettled deliveries keep their memory)
+            last = time.monotonic()
+            # a broker may hold back the rest until what it delivered is settled (unsettled deliveries keep
+            # their memory on ActiveMQ)
             accepted = reader.accept_delivered(since=accepted)
         return [b for link in (*links, reader) for b in link.bodies_from_state()]   # read last: all delivered
+
+    def _still_queued(self, queue: str) -> bool:
+        """Whether the broker's own count says `queue` still holds messages (False when the profile cannot tell
+        or tells only through a command-line tool, whose start costs more than the wait it would save)."""
+        profile = getattr(self.broker, "profile", None)
+        action = profile.queue_action("depth") if profile is not None else None
+        if action is None or isinstance(action, Command):
+            return False
+        try:
+            return (self.broker.queue_depth(queue) or 0) > 0
+        except Exception:       # a failing management call proves nothing either way
+            return False
 
     # -- findings ------------------------------------------------------------------------------------------
 
