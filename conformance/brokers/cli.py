@@ -98,7 +98,7 @@ def _up(names: list[str], port: int | None) -> int:
         _RUNNING.remove(handle.managed)        # keep it running after this command exits
         node.owner_pid = 0
         node.save()
-        account = " (user guest, RabbitMQ's default account)" if handle.address.user else ""
+        account = f" (user {handle.address.user})" if handle.address.user else ""
         print(f"{name}: {handle.redacted_url}{account}  {handle.product} {handle.version}, ready in "
               f"{node.extra.get('ready_seconds')} s; node {node.name}: stop it with "
               f"`amqp-conformance brokers down {node.name}` (or every {name} node: `brokers down {name}`)")

@@ -143,12 +143,23 @@ class CaseContext:
         reader.session.settle_by_barrier(queue, through_queue=True)
         gap = reader.session.absence_window()
         accepted = 0       # transfers accepted so far: consumed as an application consumes, each as it comes
+        others = {id(link): link for link in links}
+        taken = dict.fromkeys(others, 0)      # the case's other links: transfers accepted so far on each
+        seen = sum(len(link.state.transfers) for link in others.values())
         last = time.monotonic()
         while True:
             try:
                 reader.peer.expect(Transfer, channel=reader.session.remote_channel, handle=reader.broker_handle,
                                    timeout=gap)
             except ExpectationTimeout:
+                # the case's other links that still hold credit take their share of the queue meanwhile (delivered
+                # is not lost: their messages count): consumed too, as they come (a broker counts a delivered,
+                # unsettled message in the queue's depth: ActiveMQ)
+                for key, link in others.items():
+                    taken[key] = link.accept_delivered(since=taken[key])
+                now_seen = sum(len(link.state.transfers) for link in others.values())
+                if now_seen != seen:
+                    seen, last = now_seen, time.monotonic()
                 # a broker that pages the queue in from its store (ActiveMQ, which pages in only as far as its
                 # memory limit allows) may pause longer than the gap while it still holds messages: where the
                 # profile reads the queue's depth without a command-line tool, a depth above 0 is waited for,

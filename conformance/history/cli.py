@@ -243,7 +243,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_bisect(args) -> int:
-    from .bisect import Build, build_from_arg, first_change, load_builds, run_case_on
+    from .bisect import RAN, Build, build_from_arg, first_change, load_builds, run_case_on
     from ..clients import LIBRARIES
     client_series = bool(args.series) and args.series in {lib.name for lib in LIBRARIES}
     case = _one_case(args, "client" if client_series else "broker")
@@ -290,12 +290,12 @@ def cmd_bisect(args) -> int:
         run = f"run {record['run_id']}" if record["run_id"] else "not started"
         reasons[i] = f"{record['verdict']} ({run}): {record['reason']}"
         _say(f"[{i + 1}/{len(builds)}] {build.label}: {record['verdict']} - {record['reason'][:100]}")
-        return record["verdict"], "run"
+        return record["verdict"], (RAN if record["run_id"] else "start")
 
     result = first_change(len(builds), verdict_of)
     print(f"\nbisect {case.id} over {len(builds)} builds:")
     for step in sorted(result.steps, key=lambda s: s.index):
-        state = "skip" if is_untestable(step.verdict) else step.verdict
+        state = step.verdict if result.counted(step) else "skip"
         print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {state:<14} {reasons[step.index][:100]}")
     ran = sum(1 for s in result.steps if s.source == "run")
     counts = f"{ran} run(s), {len(result.steps) - ran} from the history"
@@ -308,6 +308,9 @@ def cmd_bisect(args) -> int:
         print(f"first failing build: {after}")
     print(f"the verdict of {case.id} changes between {before} and {after}: {result.verdict_before} -> "
           f"{result.verdict_after} ({kind})" + (f"; {result.note}" if result.note else "") + f"; {counts}")
+    if result.errors_counted:
+        print("(an end of the series gives error: the case could not be judged there, for the reason above; bisect "
+              "counted error as a verdict and named the build where it starts or stops)")
     return EXIT_OK
 
 

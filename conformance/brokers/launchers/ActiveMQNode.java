@@ -5,10 +5,23 @@
  *
  * What it starts, as an ActiveMQ user runs a broker: an AMQP 1.0 transport connector on 127.0.0.1 (the URI
  * options of ActiveMQ's shipped activemq.xml), SASL PLAIN for one user (the SimpleAuthenticationBroker that a
- * <simpleAuthenticationPlugin> installs; no anonymous access), a KahaDB store in the node's own directory, producer flow control on every queue (the
- * default policy), the broker-wide memory, store and temp limits of ActiveMQ's shipped activemq.xml, and the
- * MBeans in the JVM's own MBean server without a JMX connector (no RMI port; the management hooks reach them
- * over HTTP, as ActiveMQ's web console serves them, through a Jolokia agent the suite adds to the JVM).
+ * <simpleAuthenticationPlugin> installs; no anonymous access), a KahaDB store in the node's own directory, the
+ * broker-wide memory, store and temp limits of ActiveMQ's shipped activemq.xml, and the MBeans in the JVM's own
+ * MBean server without a JMX connector (no RMI port; the management hooks reach them over HTTP, as ActiveMQ's
+ * web console serves them, through a Jolokia agent the suite adds to the JVM).
+ *
+ * Producer flow control as ActiveMQ's documentation (producer-flow-control.md) configures it to stop producers
+ * at a memory limit: every queue with producerFlowControl and the <vmQueueCursor/> pending policy, which keeps
+ * a queue's messages in memory, so that a queue's memoryLimit, and the broker's memoryUsage, hold durable
+ * messages too (the default store cursor stops caching them at 70 % of the limit and pages them from the
+ * store, so a memory limit never fills with them). And advisorySupport="false": before 6.3.0 (apache/activemq
+ * #2071) every advisory message was sent under the ConnectionContext of the connection that caused it, with
+ * that context's producerFlowControl switched off and back around the send (AdvisoryBroker.fireAdvisory); a
+ * queue's dispatch thread fires the slow-consumer advisory (Queue.doActualDispatch: broker.slowConsumer) under
+ * a consumer's context while that connection's own thread fires another (a consumer or producer attached), and
+ * the two save-and-restore pairs can leave producer flow control off for the connection's whole life: a
+ * publisher that shares its connection with a consumer is then never held (2.5.6/4: about 1 run in 4).
+ * Advisories are an OpenWire feature; AMQP clients do not use them.
  *
  * Arguments: key=value (port, data, name, user, memory, store, temp); the password comes from the environment
  * variable AMQP_CONFORMANCE_ACTIVEMQ_PASSWORD (never on the command line). Prints "amqp-conformance: started"
@@ -28,6 +41,7 @@ import org.apache.activemq.broker.BrokerPlugin;
 import org.apache.activemq.broker.BrokerService;
 import org.apache.activemq.broker.region.policy.PolicyEntry;
 import org.apache.activemq.broker.region.policy.PolicyMap;
+import org.apache.activemq.broker.region.policy.VMPendingQueueMessageStoragePolicy;
 import org.apache.activemq.security.SimpleAuthenticationBroker;
 import org.apache.activemq.store.kahadb.KahaDBPersistenceAdapter;
 
@@ -60,6 +74,7 @@ public final class ActiveMQNode {
         broker.setPersistenceAdapter(kahaDB);
         broker.setTmpDataDirectory(new File(data, "tmp_storage"));
         broker.setSchedulerSupport(false);
+        broker.setAdvisorySupport(false);    // see above: advisories switch producer flow control off (before 6.3.0)
         broker.setUseJmx(true);
         broker.getManagementContext().setCreateConnector(false);
 
@@ -78,6 +93,7 @@ public final class ActiveMQNode {
         PolicyEntry queues = new PolicyEntry();
         queues.setQueue(">");
         queues.setProducerFlowControl(true);
+        queues.setPendingQueuePolicy(new VMPendingQueueMessageStoragePolicy());    // <vmQueueCursor/>
         PolicyEntry topics = new PolicyEntry();
         topics.setTopic(">");
         topics.setProducerFlowControl(true);
