@@ -24,7 +24,6 @@ from typing import Any, Callable
 from .. import catalogue
 from ..model import transcript_violations
 from ..peer import ExpectationTimeout, Peer, PeerError, Timeouts, summarize
-from ..brokers.profiles import Command
 from ..peer.errors import FIN
 from ..wire import Close, Detach, End, Error, Transfer
 from .findings import (
@@ -176,12 +175,8 @@ class CaseContext:
     def _still_queued(self, queue: str) -> bool:
         """Whether the broker's own count says `queue` still holds messages (False when the profile cannot tell
         or tells only through a command-line tool, whose start costs more than the wait it would save)."""
-        profile = getattr(self.broker, "profile", None)
-        action = profile.queue_action("depth") if profile is not None else None
-        if action is None or isinstance(action, Command):
-            return False
         try:
-            return (self.broker.queue_depth(queue) or 0) > 0
+            return (self.broker.queue_depth(queue, quick=True) or 0) > 0
         except Exception:       # a failing management call proves nothing either way
             return False
 
