@@ -4,9 +4,9 @@
 `resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec, timeout=)` gives the
 BrokerHandle the cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This
 package never prints a broker URL with its password (handles have `redacted_url`). Managed kinds: RabbitMQ
-4.3, 4.0 and 3.10, Qpid Broker-J per release line, ActiveMQ Artemis per release (`SERIES` lists the release
-series), and qpid-proton-c (the default: it builds in a second
-and starts in a fraction of one, so a new user gets real verdicts fastest).
+4.3, 4.0 and 3.10, Qpid Broker-J per release line, ActiveMQ Artemis and ActiveMQ Classic per release
+(`SERIES` lists the release series), and qpid-proton-c (the default: it builds in a second and starts in a
+fraction of one, so a new user gets real verdicts fastest).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from .managed import ManagedBroker, NodeRecord, install_cleanup, stop_all
 from .profiles import Profile, available_profiles, load_profile
 from .proton_c import ProtonCBroker
 from .rabbitmq import RabbitMQ40, RabbitMQ43, RabbitMQ310
+from .activemq import RELEASES as ACTIVEMQ_RELEASES
 from .artemis import RELEASES as ARTEMIS_RELEASES
 from .qpid_broker_j import QpidBrokerJ80, QpidBrokerJ92, QpidBrokerJ100
 
@@ -35,6 +36,7 @@ MANAGED: dict[str, type[ManagedBroker]] = {
     "qpid-broker-j-9.2": QpidBrokerJ92,
     "qpid-broker-j-8.0": QpidBrokerJ80,
     **ARTEMIS_RELEASES,
+    **ACTIVEMQ_RELEASES,
 }
 DEFAULT_BROKER = "qpid-proton-c"
 # release series, oldest first: what `bisect --series` walks and `brokers provision --series` installs
@@ -42,6 +44,7 @@ SERIES: dict[str, tuple[str, ...]] = {
     "rabbitmq": ("rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3"),
     "qpid-broker-j": ("qpid-broker-j-8.0", "qpid-broker-j-9.2", "qpid-broker-j-10.0"),
     "artemis": tuple(ARTEMIS_RELEASES),
+    "activemq": tuple(ACTIVEMQ_RELEASES),
 }
 
 
@@ -59,7 +62,8 @@ def series(name: str) -> list[str]:
 
 
 # what the suite's own tests start (./dev test provisions these and no more)
-TESTED = ("qpid-proton-c", "rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3", "qpid-broker-j-9.2", "artemis-2.40.0")
+TESTED = ("qpid-proton-c", "rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3", "qpid-broker-j-9.2", "artemis-2.40.0",
+          "activemq-6.3.1")
 
 
 @dataclass(frozen=True)

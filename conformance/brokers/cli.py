@@ -30,7 +30,7 @@ def register(sub) -> None:
     p.add_argument("--all", action="store_true", help="every managed broker")
     p.add_argument("--tested", action="store_true", help="the managed brokers the suite's own tests use")
     p.add_argument("--series", default=None, metavar="NAME",
-                   help="every release of a series, oldest first (artemis, qpid-broker-j, rabbitmq)")
+                   help="every release of a series, oldest first (activemq, artemis, qpid-broker-j, rabbitmq)")
     p.add_argument("--port", type=int, default=None, help="up: listen on this loopback port (default: a free one)")
     p.set_defaults(func=cmd_brokers)
 
@@ -102,7 +102,7 @@ def _up(names: list[str], port: int | None) -> int:
         _RUNNING.remove(handle.managed)        # keep it running after this command exits
         node.owner_pid = 0
         node.save()
-        account = " (user guest, RabbitMQ's default account)" if handle.address.user else ""
+        account = f" (user {handle.address.user})" if handle.address.user else ""
         print(f"{name}: {handle.redacted_url}{account}  {handle.product} {handle.version}, ready in "
               f"{node.extra.get('ready_seconds')} s; node {node.name}: stop it with "
               f"`amqp-conformance brokers down {node.name}` (or every {name} node: `brokers down {name}`)")

@@ -164,10 +164,11 @@ class BrokerHandle:
             return int(count) if count is not None else None
         return None
 
-    def queue_depth(self, queue: str) -> int | None:
-        """Messages in the queue, or None when the profile has no `queues.depth` action."""
+    def queue_depth(self, queue: str, *, quick: bool = False) -> int | None:
+        """Messages in the queue, or None when the profile has no `queues.depth` action (`quick`: nor one
+        other than a command-line tool)."""
         action = self._queue_action("depth")
-        if action is None:
+        if action is None or (quick and isinstance(action, Command)):
             return None
         reply = self._run(action, "queue depth", queue=queue)
         if isinstance(reply, amqp_ops.ManagementReply):

@@ -6,7 +6,7 @@ and brokers by URL (`conformance.brokers.handle.BrokerHandle`), a broker seen th
 (`conformance.selftest.handle.ReferenceBrokerHandle`). Code that takes a broker uses these names directly
 and never probes for them (`hasattr`/`getattr`): a broker without a hook answers `has_hook(name) == False`
 and raises `HookUnsupported` from `set_alarm` (which the runner maps to `unsupported`); a broker that cannot
-tell its queue depth answers `queue_depth(q) is None`; one that cannot be watched is always `alive()` with
+tell its queue depth answers `queue_depth(q) is None` (`quick=True`: nor cheaply); one that cannot be watched is always `alive()` with
 an empty `log_tail()`.
 
 `WrappedBroker` adds what a run target's wrapper offers on top (`annotate(result)`, `close()`).
@@ -67,8 +67,9 @@ class Broker(Protocol):
     def preload(self, queue: str, n, body: bytes | None = None) -> list[bytes]:
         """Put messages on the queue (a count or a list of bodies) before the case; returns the bodies."""
 
-    def queue_depth(self, queue: str) -> int | None:
-        """Messages in the queue, or None when this broker cannot tell."""
+    def queue_depth(self, queue: str, *, quick: bool = False) -> int | None:
+        """Messages in the queue, or None when this broker cannot tell (`quick`: nor without starting a
+        command-line tool, whose start costs more than a short wait it would save)."""
 
     # -- hooks (broker-wide actions a profile may offer) ------------------------------------------------
     def has_hook(self, name: str) -> bool:

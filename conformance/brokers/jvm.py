@@ -58,7 +58,8 @@ def _mvn(args: list[str], what: str, timeout: float = 1800) -> None:
     if proc.returncode != 0:
         output = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
         missing = re.search(r"(?:Could not find artifact|could not be resolved:|Couldn't download artifact:) "
-                            r"([\w.-]+:[\w.-]+(?::[\w.-]+){1,3})", output)
+                            r"([\w.-]+:[\w.-]+(?::[\w.-]+){1,3})", output) \
+            or re.search(r"([\w.-]+:[\w.-]+(?::[\w.-]+){1,3}) was not found in", output)
         if missing:
             raise ProvisionFailed(f"{what}: Maven cannot get artifact {missing.group(1)} (not in the local "
                                   "repository and not served by the remote one); provision where Maven Central is "

@@ -80,6 +80,7 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
     peer = link.peer
     sends: list[tuple[int, int, int]] = []       # (delivery-id, our delivery-count before it, arrival mark)
     stop = None
+    settled_at = None      # frames arrived when the outcomes were last collected until silence
     for n in range(budget.messages):
         if time.monotonic() - started > budget.seconds:
             break
@@ -89,6 +90,8 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
             # the broker's answers to what it took (outcomes, and the top-up it sends with them) come first
             _collect_outcomes(link, [d for d, _, _ in sends])
             stop = _ended(link) or _refusal(link) or _held(link, point)
+            if stop is not None:
+                settled_at = len(peer.arrived)     # outcomes collected until silent, then a window for a top-up
         if stop is not None:
             break
         count_before = int(link.state.delivery_count)
@@ -100,7 +103,8 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
             break
         sends.append((int(frame.body.delivery_id), count_before, mark))
         point.sent += 1
-    _collect_outcomes(link, [d for d, _, _ in sends])
+    if settled_at is None or len(peer.arrived) != settled_at:    # else nothing came since: silent already
+        _collect_outcomes(link, [d for d, _, _ in sends])
     states = _outcomes(link)
     point.accepted = sum(1 for d, _, _ in sends if isinstance(states.get(d), Accepted))
     point.rejected = sum(1 for d, _, _ in sends if isinstance(states.get(d), Rejected))
@@ -239,11 +243,20 @@ def _resume_on_a_new_connection(ctx, link, resume: Resume, depth: int, consume, 
 def credit_back(link, *, at_least: float = 0.0) -> bool:
     """Whether the publisher may send again: credit and window now, or within a bounded wait (twice the
     absence window; `at_least` seconds in all, for a broker that
-    grants credit on a timer of its own after memory was freed: Artemis, about 1.5 s)."""
+    grants credit on a timer of its own after memory was freed: Artemis, about 1.5 s). A broker that held
+    transfers without an outcome answers them first and tops credit up with or after those answers (ActiveMQ
+    tops a link up once it has answered all but 30 % of its grant): while they keep coming (one within each
+    absence window), credit is waited for a window longer each time."""
     if _ended(link):
         return False
-    if _held(link, ThrottlePoint("synchronous", Means.NONE)) is None:
+    answered = len(_outcomes(link))
+    if _held(link, ThrottlePoint("synchronous", Means.NONE)) is None:      # one absence window
         return True
+    window = link.session.absence_window()
+    while len(_outcomes(link)) > answered and not _ended(link):     # answers still coming: credit may follow
+        answered = len(_outcomes(link))
+        if _await(link.peer, lambda: link.credit > 0 and _window_open(link), window, "credit after the answers"):
+            return True
     return _await(link.peer, lambda: link.credit > 0 and _window_open(link), at_least, "credit after consuming")
 
 
@@ -280,7 +293,10 @@ def consume_until_settled(ctx, queue: str, publishers, *, seconds: float = 10.0)
     that connection's close only after them. Returns the links it consumed with (for the case's drain)."""
     readers = []
     deadline = time.monotonic() + seconds
-    pending = lambda: sum(len(set(link.sent) - set(_outcomes(link))) for link in publishers)   # noqa: E731
+    # a connection we dropped (a publisher given up on) or the broker ended can bring no more outcomes
+    answering = lambda link: not link.peer.transport.stopping and not link.peer.closed_by_remote   # noqa: E731
+    pending = lambda: sum(len(set(link.sent) - set(_outcomes(link))) for link in publishers    # noqa: E731
+                          if answering(link))
     while pending() and time.monotonic() < deadline:
         before = pending()
         reader = consume_and_accept(ctx, queue)

@@ -1,19 +1,40 @@
 """The receiver link script: the peer receives, the broker sends.
 
 This module owns `ReceiverScript`: our flows (a drain opens the 2.6.7/drain-advance obligation), waiting for
-transfers (late ones after a barrier through the queue), proving none comes, the broker's answer to a drain
-or echo, and the bodies of the messages received.
+transfers (late ones after a barrier through the queue), taking what comes where whether it comes is the
+case's subject (`take_transfers`, `Taken`), proving none comes, the broker's answer to a drain or echo, and
+the bodies of the messages received.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..peer import ConnectionLost, ExpectationTimeout, Precluded, UnexpectedFrame, summarize
+from ..peer import ConnectionLost, ExpectationTimeout, PeerError, Precluded, UnexpectedFrame, summarize
 from ..wire import Detach, Flow, Transfer, serial_add, serial_diff
 from . import crossing as crossings
 from .findings import CaseHalted
 from .script_base import AUTO, LinkScript, _arrived_text, _body_of
+
+
+@dataclass
+class Taken:
+    """What `take_transfers` got: the transfer frames, the messages among them, and when fewer than wanted
+    came, why the wait ended (`stalled`: the broker answered no round trip on the connection)."""
+
+    wanted: int
+    frames: list = field(default_factory=list)
+    messages: int = 0
+    stalled: bool = False
+    detail: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return self.messages >= self.wanted
+
+    def text(self) -> str:
+        return f"{self.messages} of {self.wanted} messages" + (f" ({self.detail})" if self.detail else "")
 
 
 class ReceiverScript(LinkScript):
@@ -116,6 +137,47 @@ class ReceiverScript(LinkScript):
             if not frame.body.more:
                 messages += 1
         return frames
+
+    def take_transfers(self, n: int) -> Taken:
+        """Up to n messages on this link, where whether they come is the case's subject and no requirement
+        obliges the broker to send them (a sender MAY use its credit): no finding, the facts. Waits as
+        `expect_transfers` does (the absence window, then a barrier round trip through the queue on this
+        session, then the window again); a barrier the broker leaves unanswered within the frame timeout
+        means it answers nothing on this connection any more (`stalled`)."""
+        taken = Taken(n)
+        window = self.session.absence_window()
+
+        def ended(exc) -> Taken:
+            taken.detail = f"the broker ended the session or connection first ({_arrived_text(exc)})"
+            return taken
+        while taken.messages < n:
+            try:
+                frame = self._next_transfer(window)
+            except (Precluded, ConnectionLost) as exc:
+                return ended(exc)
+            except ExpectationTimeout:
+                try:                       # none within the window: does the broker still answer here?
+                    self.session.barrier(self.queue, through_queue=True)
+                except (Precluded, ConnectionLost) as exc:
+                    return ended(exc)
+                except ExpectationTimeout:
+                    taken.stalled = True
+                    taken.detail = (f"the broker answered nothing on connection {self.connection.number} within "
+                                    f"{self.ctx.options.frame_timeout:g} s: the attach of a link on this session "
+                                    "went unanswered")
+                    return taken
+                try:
+                    frame = self._next_transfer(window)
+                except (Precluded, ConnectionLost) as exc:
+                    return ended(exc)
+                except ExpectationTimeout:
+                    taken.detail = "none within the absence window after a round trip the broker answered"
+                    return taken
+            taken.frames.append(frame)
+            self.received.append(frame)
+            if not frame.body.more:
+                taken.messages += 1
+        return taken
 
     def expect_message(self, *, requirement: str) -> list:
         return self.expect_transfers(1, requirement=requirement)
@@ -257,6 +319,24 @@ class ReceiverScript(LinkScript):
 
     def bodies_from_state(self) -> list[bytes]:
         return _bodies(self.state.transfers)
+
+    def accept_delivered(self, since: int = 0) -> int:
+        """Accept (settle) the unsettled deliveries among the transfers this link got from position `since` on, in
+        one disposition; returns the position reached (pass it back next time)."""
+        frames = list(self.state.transfers)
+        ids = [int(f.body.delivery_id) for f in frames[since:] if f.body.delivery_id is not None and not f.body.settled]
+        if frames and frames[-1].body.more:          # a message still arriving: accepted with its last frame
+            while frames and frames[-1].body.delivery_id is None:
+                frames.pop()
+            if frames:
+                frames.pop()
+            ids = ids[:-1]
+        if ids:
+            try:
+                self.peer.disposition(self.session.channel, first=ids[0], last=ids[-1])
+            except PeerError:
+                pass
+        return len(frames)
 
 
 def _bodies(frames) -> list[bytes]:

@@ -31,6 +31,7 @@ class Means(str, Enum):
     LINK_ENDED = "link detached"
     SESSION_ENDED = "session ended"
     CONNECTION_ENDED = "connection ended"
+    STALLED = "connection stalled"     # nothing answered on the publisher's connection (TCP backpressure)
     NONE = "not throttled"
 
     @property

@@ -81,8 +81,8 @@ class ProxiedBroker:
     def preload(self, queue: str, n, body: bytes | None = None) -> list[bytes]:
         return self._broker.preload(queue, n, body)
 
-    def queue_depth(self, queue: str) -> int | None:
-        return self._broker.queue_depth(queue)
+    def queue_depth(self, queue: str, *, quick: bool = False) -> int | None:
+        return self._broker.queue_depth(queue, quick=quick)
 
     def has_hook(self, name: str) -> bool:
         return self._broker.has_hook(name)

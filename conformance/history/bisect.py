@@ -19,6 +19,7 @@ from typing import Callable
 
 from ..errors import ConformanceError, UsageError
 from ..results import check_verdict, is_broken, is_untestable
+from ..verdict import Verdict
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 # `git bisect run`'s exit codes (its protocol, not the suite's table): good, bad, cannot test, abort (> 127)
@@ -142,17 +143,21 @@ def search(count: int, probe: Callable[[int], tuple[str, str]]) -> SearchResult:
     return result
 
 
+RAN = "run"         # a step's source when the case ran on a build that started (not: "history", "start", "build")
+
+
 @dataclass
 class ChangeStep:
     index: int
     verdict: str
-    source: str       # history / run
+    source: str       # history / run / start (could not be started) / build (i40: could not be built)
 
 
 @dataclass
 class ChangeResult:
     """Where a case's verdict first differs from the oldest testable build's: `changed` is the index of the
-    first build with another verdict, `before` the last one probed with the old verdict (None: no change)."""
+    first build with another verdict, `before` the last one probed with the old verdict (None: no change).
+    `errors_counted`: an end of the series gave `error` in a run, so errors took part as a verdict."""
 
     changed: int | None = None
     before: int | None = None
@@ -160,21 +165,41 @@ class ChangeResult:
     verdict_after: str = ""
     steps: list[ChangeStep] = field(default_factory=list)
     note: str = ""
+    errors_counted: bool = False
+
+    def counted(self, step: ChangeStep) -> bool:
+        """Whether a step's verdict took part in the search (else it was stepped around)."""
+        return not is_untestable(step.verdict) or (
+            self.errors_counted and step.verdict == Verdict.ERROR and step.source == RAN)
 
 
 def first_change(count: int, verdict_of: Callable[[int], tuple[str, str]]) -> ChangeResult:
     """The first build whose verdict differs from the oldest testable build's, assuming one change point
     (old...old new...new). Builds where the case cannot be judged (error, unsupported) are stepped around;
-    the oldest and newest testable builds anchor the search, then `search` halves the range between them."""
+    the oldest and newest testable builds anchor the search, then `search` halves the range between them.
+
+    Except that an `error` at an end of the series, from a run on a build that started (the case broke there,
+    e.g. the broker stopped answering; `source` "run"), is a verdict of its own: "when did this start (or stop)
+    erroring" gets an answer, the first build that gives it, the errors in between counting with it (a change
+    to or from error: `results.change_kind` calls it a change). Builds that could not be started or built, and
+    `unsupported`, are stepped around in any case."""
     result = ChangeResult()
     seen: dict[int, str] = {}
     look = _remembered(verdict_of, seen, result.steps, ChangeStep)
 
-    first = next((i for i in range(count) if not is_untestable(look(i))), None)
+    def ran_error(i: int) -> bool:
+        return look(i) == Verdict.ERROR and any(s.index == i and s.source == RAN for s in result.steps)
+
+    result.errors_counted = count > 1 and (ran_error(0) or ran_error(count - 1))
+
+    def counts(i: int) -> bool:
+        return not is_untestable(look(i)) or (result.errors_counted and ran_error(i))
+
+    first = next((i for i in range(count) if counts(i)), None)
     if first is None:
         result.note = "no build could be tested"
         return result
-    last = next((i for i in range(count - 1, first, -1) if not is_untestable(look(i))), None)
+    last = next((i for i in range(count - 1, first, -1) if counts(i)), None)
     reference = seen[first]
     if last is None or seen[last] == reference:
         result.note = (f"the newest testable build still gives {reference}" if last is not None else
@@ -183,12 +208,12 @@ def first_change(count: int, verdict_of: Callable[[int], tuple[str, str]]) -> Ch
 
     def probe(k: int) -> tuple[str, str]:
         verdict = look(first + k)
-        return (SKIP if is_untestable(verdict) else GOOD if verdict == reference else BAD), ""
+        return (SKIP if not counts(first + k) else GOOD if verdict == reference else BAD), ""
 
     found = search(last - first + 1, probe)
     changed = first + found.first_bad
     result.changed, result.note = changed, found.note
-    result.before = max(i for i, v in seen.items() if i < changed and v == reference)
+    result.before = max(i for i, v in seen.items() if i < changed and v == reference and counts(i))
     result.verdict_before, result.verdict_after = reference, seen[changed]
     return result
 

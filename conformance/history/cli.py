@@ -67,8 +67,8 @@ def register(sub) -> None:
     b.add_argument("--builds", default=None, metavar="FILE.toml",
                    help="builds from a file: [[build]] label, broker | url | command (+ url), profile")
     b.add_argument("--series", default=None, metavar="NAME",
-                   help="the managed releases of a series, oldest first (artemis, qpid-broker-j, rabbitmq), or a "
-                        "client library's pinned releases (rhea, qpid-jms, go-amqp, python-qpid-proton); "
+                   help="the managed releases of a series, oldest first (activemq, artemis, qpid-broker-j, "
+                        "rabbitmq), or a client library's pinned releases (rhea, qpid-jms, go-amqp, python-qpid-proton); "
                         "each is provisioned when the search first needs it")
     b.add_argument("--repo", default=None, metavar="PATH",
                    help="your clone of the broker's repository: after the releases, bisect the commits between the "
@@ -337,7 +337,7 @@ def _known(args, case, labels: list[str], prefix: str | None) -> dict[str, dict]
 
 def cmd_bisect(args) -> int:
     from . import bisect_log
-    from .bisect import Build, build_from_arg, first_change, load_builds, run_case_on
+    from .bisect import RAN, Build, build_from_arg, first_change, load_builds, run_case_on
     from ..clients import LIBRARIES
     t_start = time.monotonic()
     client_series = bool(args.series) and args.series in {lib.name for lib in LIBRARIES}
@@ -397,7 +397,7 @@ def cmd_bisect(args) -> int:
         check_verdict(record["verdict"], f"the record of {case.id} on {build.label}")
         records[i] = {**record, "source": "run"}
         _say(f"[{i + 1}/{len(builds)}] {build.label}: {record['verdict']} - {record['reason'][:100]}")
-        return record["verdict"], "run"
+        return record["verdict"], (RAN if record["run_id"] else "start")
 
     def shown(i: int) -> str:
         r = records[i]
@@ -408,7 +408,7 @@ def cmd_bisect(args) -> int:
     result = first_change(len(builds), verdict_of)
     print(f"\nbisect {case.id} over {len(builds)} builds:")
     for step in sorted(result.steps, key=lambda s: s.index):
-        state = "skip" if is_untestable(step.verdict) else step.verdict
+        state = step.verdict if result.counted(step) else "skip"
         print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {state:<14} {shown(step.index)[:100]}")
     ran = sum(1 for s in result.steps if s.source == "run")
     counts = f"{ran} run(s), {len(result.steps) - ran} from the history"
@@ -431,6 +431,9 @@ def cmd_bisect(args) -> int:
         print(f"first failing build: {after}")
     print(f"the verdict of {case.id} changes between {before} and {after}: {result.verdict_before} -> "
           f"{result.verdict_after} ({kind})" + (f"; {result.note}" if result.note else "") + f"; {counts}")
+    if result.errors_counted:
+        print("(an end of the series gives error: the case could not be judged there, for the reason above; bisect "
+              "counted error as a verdict and named the build where it starts or stops)")
     if source is None:
         return EXIT_OK
     answer = _bisect_commits(args, case, options, recipe, clone, builds, records, result, known)

@@ -62,7 +62,7 @@ class ReferenceBrokerHandle:
         self.server.preload(queue, bodies)
         return bodies
 
-    def queue_depth(self, queue: str) -> int:
+    def queue_depth(self, queue: str, *, quick: bool = False) -> int:
         return self.server.queue_depth(queue)
 
     def has_hook(self, name: str) -> bool:

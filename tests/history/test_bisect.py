@@ -62,6 +62,31 @@ def test_first_change_finds_regressions_and_fixes(verdicts, changed, before, kin
             assert len(probed) <= 2 + (len(verdicts) - 2).bit_length()
 
 
+@pytest.mark.parametrize("verdicts, sources, changed, before, note", [
+    # the newest builds error (the case ran and broke there, reproducibly): when did that start
+    ("PPPPPPEE", "RRRRRRRR", 6, 5, ""),
+    ("PPPPPPPE", "RRRRRRRR", 7, 6, ""),
+    # ... and when did it stop: an error at the oldest end
+    ("EEEPPPPP", "RRRRRRRR", 3, 2, ""),
+    # an error at the newest end from a build that could not be started proves nothing: stepped around
+    ("PPPPPPPE", "RRRRRRRS", None, None, "the newest testable build still gives pass"),
+    # errors between two judged ends stay stepped around (a run that broke once says nothing of the build)
+    ("PPEPPFF", "RRRRRRR", 5, 4, ""),
+    ("PPPPPPUE", "RRRRRRRR", 7, 5, "builds 7..7 could not be tested; the first bad one is among them"),
+])
+def test_first_change_counts_an_error_at_an_end_of_the_series(verdicts, sources, changed, before, note):
+    names = {"P": "pass", "F": "fail", "U": "unsupported", "E": "error"}
+    runs = {"R": "run", "S": "start"}
+    result = first_change(len(verdicts), lambda i: (names[verdicts[i]], runs[sources[i]]))
+    assert (result.changed, result.before) == (changed, before), result
+    assert result.note == note
+    if changed is not None:
+        assert {result.verdict_before, result.verdict_after} & {"error"} or "E" not in (verdicts[0], verdicts[-1])
+        assert change_kind(result.verdict_before, result.verdict_after) in ("change", "regression")
+        skipped = [s.index for s in result.steps if not result.counted(s)]
+        assert all(verdicts[i] in "US" or sources[i] == "S" or not result.errors_counted for i in skipped)
+
+
 def test_search_reports_untestable_ranges():
     result = search(5, lambda i: ({0: GOOD, 4: BAD}.get(i, SKIP), "run"))
     assert result.first_bad == 4 and "could not be tested" in result.note
