@@ -27,6 +27,7 @@ from ..peer.errors import PeerError, UnexpectedFrame
 from ..wire import AmqpValue, Attach, Begin, Close, Detach, Disposition, End, Flow, Transfer, encode_message
 from ..wire.serial import serial_add, serial_diff
 from .context import CaseContext
+from .findings import CaseUnsupported
 
 INITIAL_DELIVERY_COUNT = 2**32 - 5      # the scripted broker's sender starts here: the serial wrap is near
 
@@ -121,9 +122,11 @@ class ClientConnection:
     # -- links --------------------------------------------------------------------------------------------
 
     def expect_attach(self, *, answer: bool = True, initial_delivery_count: int = INITIAL_DELIVERY_COUNT,
-                      **fields) -> ClientLink:
-        """The client's attach, answered (as sender when it receives: `initial_delivery_count`)."""
-        frame = self.expect(Attach)
+                      pending=None, **fields) -> ClientLink:
+        """The client's attach, answered (as sender when it receives: `initial_delivery_count`). With `pending`
+        (the application's command that opens the link), a driver that answers it `unsupported` instead of
+        attaching ends the case as unsupported at once (`ClientCaseContext.answer`)."""
+        frame = self._attach_or_refusal(pending) if pending is not None else self.expect(Attach)
         channel = self.our_channel(frame.channel)
         session = self.peer.state.sessions[channel]
         link = ClientLink(self, frame, session.next_free_handle())
@@ -139,6 +142,18 @@ class ClientConnection:
             self.peer.send(Attach(**values), channel)
         link.attached_at = self.peer.mark()       # frames from here on came after our attach was sent
         return link
+
+    def _attach_or_refusal(self, pending):
+        import time
+        deadline = time.monotonic() + self.ctx.options.frame_timeout
+        while True:
+            try:
+                return self.expect(Attach, timeout=min(0.05, max(0.0, deadline - time.monotonic())))
+            except PeerError:
+                if pending.done():
+                    self.ctx.answer(pending, 0.0)       # raises CaseUnsupported when the API offers no way
+                if time.monotonic() >= deadline:
+                    return self.expect(Attach, timeout=0)
 
     def flow(self, link: ClientLink | None = None, channel: int = 0, **fields):
         if link is not None:
@@ -281,6 +296,9 @@ class ClientCaseContext(CaseContext):
             raise
         self.app_log.append({"op": pending.op, **{k: v for k, v in pending.args.items()},
                              "answer": {k: v for k, v in answer.items() if k != "id"}})
+        if answer.get("unsupported"):      # the library's API offers the application no way to do this
+            raise CaseUnsupported(f"{self.subject.product} {self.subject.version} offers the application no way "
+                                  f"to do what the case needs: {answer['unsupported']}")
         return answer
 
     def do(self, op: str, **args) -> dict:
@@ -293,7 +311,7 @@ class ClientCaseContext(CaseContext):
         prefetch; 0: it pulls); the scripted broker answers its attach. Returns the connection and the link."""
         conn = self.connect()
         opened = self.app("receiver", address=address, credit=credit)
-        link = conn.expect_attach()
+        link = conn.expect_attach(pending=opened)
         self.answer(opened)
         return conn, link
 

@@ -21,7 +21,7 @@ class Library:
     name: str               # the library's own name (package name where it is one)
     version: str
     language: str
-    registry: str           # pypi | npm | maven | go
+    registry: str           # pypi | npm | maven | go | crates | debian
     package: str            # what the registry's client installs
     driver: str             # folder under clients/
     summary: str            # what it is and which API the driver uses
@@ -52,6 +52,21 @@ LIBRARIES: tuple[Library, ...] = tuple(
            "Qpid protonj2 imperative client; openReceiver with creditWindow(N), receive(timeout)")
     + _lib("go-amqp", ("1.4.0", "1.7.0"), "Go", "go", "github.com/Azure/go-amqp", "go-amqp",
            "Azure's Go AMQP 1.0 client; ReceiverOptions.Credit (-1: IssueCredit/DrainCredit), Receive(ctx)")
+    + _lib("fe2o3-amqp", ("0.14.0", "0.18.4"), "Rust", "crates", "fe2o3-amqp", "fe2o3-amqp",
+           "the Rust AMQP 1.0 crate (tokio); CreditMode::Auto(N) or Manual with set_credit/drain, recv(), "
+           "Sender::send")
+    + _lib("qpid-proton-cpp", ("0.37.0",), "C++", "debian", "libqpid-proton-cpp12-dev", "qpid-proton-cpp",
+           "Qpid Proton C++ (Debian's only upstream release); messaging_handler, credit_window(N) or "
+           "add_credit/drain, on_sender_drain_start -> return_credit")
+    + _lib("azure-servicebus", ("7.13.0", "7.15.0"), "Python", "pypi", "azure-servicebus", "azure-servicebus",
+           "the pure-Python AMQP stack of the Azure Service Bus SDK (azure.servicebus._pyamqp, the same as "
+           "Event Hubs'; 7.13.0 is the first that reaches a broker without TLS); ReceiveClient(link_credit=N), receive_message_batch(timeout), SendClient.send_message")
+    + _lib("rhea-promise", ("2.1.0", "3.0.3"), "JavaScript", "npm", "rhea-promise", "rhea-promise",
+           "the promise layer over rhea that @azure/core-amqp (the Azure JS SDKs) uses; createReceiver "
+           "credit_window or addCredit/drain, AwaitableSender.send")
+    + _lib("vertx-proton", ("4.5.24", "5.0.7"), "Java", "maven", "io.vertx:vertx-proton", "vertx-proton",
+           "Vert.x's AMQP 1.0 layer over proton-j; ProtonReceiver setPrefetch(N) or flow(n)/drain, "
+           "ProtonSender sendQueueFull/send")
 )
 
 BY_LABEL = {lib.label: lib for lib in LIBRARIES}
