@@ -67,6 +67,9 @@ LIBRARIES: tuple[Library, ...] = tuple(
     + _lib("vertx-proton", ("4.5.24", "5.0.7"), "Java", "maven", "io.vertx:vertx-proton", "vertx-proton",
            "Vert.x's AMQP 1.0 layer over proton-j; ProtonReceiver setPrefetch(N) or flow(n)/drain, "
            "ProtonSender sendQueueFull/send")
+    + _lib("vertx-amqp-client", ("4.5.24", "5.0.7"), "Java", "maven", "io.vertx:vertx-amqp-client",
+           "vertx-amqp-client", "the Vert.x AMQP client (Quarkus/SmallRye) on vertx-proton, with its own credit "
+           "handling: maxBufferedMessages then flow(1) per message; sendWithAck, writeQueueFull/drainHandler")
 )
 
 BY_LABEL = {lib.label: lib for lib in LIBRARIES}
