@@ -17,6 +17,7 @@ import json
 import select
 import sys
 import time
+import traceback
 
 from azure.servicebus import __version__ as VERSION
 from azure.servicebus._pyamqp import ReceiveClient, SendClient
@@ -225,6 +226,7 @@ def main():
             answer = {"id": rid, "ok": True, **out}
         except Exception as exc:           # what the application was told
             answer = {"id": rid, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:400]}
+            traceback.print_exc(file=sys.stderr)      # the driver's log (log_tail)
         if driver.events:
             answer["events"], driver.events = driver.events, []
         answer["ms"] = round((time.monotonic() - t0) * 1000)

@@ -58,9 +58,10 @@ LIBRARIES: tuple[Library, ...] = tuple(
     + _lib("qpid-proton-cpp", ("0.37.0",), "C++", "debian", "libqpid-proton-cpp12-dev", "qpid-proton-cpp",
            "Qpid Proton C++ (Debian's only upstream release); messaging_handler, credit_window(N) or "
            "add_credit/drain, on_sender_drain_start -> return_credit")
-    + _lib("azure-servicebus", ("7.13.0", "7.15.0"), "Python", "pypi", "azure-servicebus", "azure-servicebus",
-           "the pure-Python AMQP stack of the Azure Service Bus SDK (azure.servicebus._pyamqp, the same as "
-           "Event Hubs'; 7.13.0 is the first that reaches a broker without TLS); ReceiveClient(link_credit=N), receive_message_batch(timeout), SendClient.send_message")
+    + _lib("azure-servicebus", ("7.15.0",), "Python", "pypi", "azure-servicebus", "azure-servicebus",
+           "the pure-Python AMQP stack of the Azure Service Bus SDK (azure.servicebus._pyamqp; only 7.15.0 decodes "
+           "a begin whose trailing fields are omitted); ReceiveClient(link_credit=N), receive_message_batch, "
+           "SendClient.send_message")
     + _lib("rhea-promise", ("2.1.0", "3.0.3"), "JavaScript", "npm", "rhea-promise", "rhea-promise",
            "the promise layer over rhea that @azure/core-amqp (the Azure JS SDKs) uses; createReceiver "
            "credit_window or addCredit/drain, AwaitableSender.send")

@@ -170,6 +170,7 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
         info["series"] = series_of(info["broker"])
         if info["broker"] in CLIENT_RELEASES:
             info["subject"] = "client"          # report.clients draws these columns in the client matrix
+            info["language"] = CLIENT_RELEASES[info["broker"]].language
     columns = sorted(columns_info, key=lambda key: (columns_info[key]["series"],
                                                     version_key(columns_info[key]["version"]),
                                                     columns_info[key]["broker"]))

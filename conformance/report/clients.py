@@ -23,8 +23,9 @@ def render_client_matrix(model: dict) -> str:
     cells = {(c["requirement_id"], c["column"]): c for c in model.get("requirement_cells", [])
              if c["column"] in keys}
     judged = [r for r in model.get("requirements", []) if any((r["id"], k) in cells for k in keys)]
-    head = "".join(f'<th title="{escape(c["product"])} {escape(c["version"])}">{escape(c["broker"])}</th>'
-                   for c in columns)
+    head = "".join(f'<th title="{escape(c["product"])} {escape(c["version"])}">{escape(c["broker"])}'
+                   + (f'<br><span class="lang">{escape(c["language"])}</span>' if c.get("language") else "")
+                   + '</th>' for c in columns)
     rows = []
     for r in judged:
         tds = []
@@ -40,6 +41,7 @@ def render_client_matrix(model: dict) -> str:
                     f'{escape(r["id"])}</span> <span class="level">{escape(r["level"])}</span></th>{"".join(tds)}</tr>')
     return (f'<section class="block" id="client-matrix-section"><h2>Requirements × client libraries</h2>'
             f'<p class="note">The suite played the broker and judged each client library\'s frames '
-            f'(docs/clients.md); a cell is the worst verdict of the client cases that judged the requirement.</p>'
+            f'(docs/clients.md), each column a library release with its language; a cell is the worst verdict of the client '
+            f'cases that judged the requirement (n/a: the library\'s API offers no way to run the case).</p>'
             f'<div class="matrix-wrap"><table id="client-matrix"><thead><tr><th class="corner">Requirement · level'
             f'</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div></section>')

@@ -59,6 +59,7 @@ class ReferenceClient:
         self.errors: list[str] = []
         self.current = None     # [op, id, args, deadline, progress]
         self.attached: set[int] = set()
+        self.no_manual_credit = False      # --no-manual-credit: a receiver needs a credit window (unsupported)
 
     # -- frames from the broker ------------------------------------------------------------------------------
 
@@ -125,6 +126,9 @@ class ReferenceClient:
                 self.peer.expect(Begin)
                 return self.done({})
             if op == "receiver":
+                if self.no_manual_credit and not req.get("credit"):      # an API with a credit window only
+                    return self.done({"ok": False, "unsupported": "the reference client was started with "
+                                      "--no-manual-credit: no receiver without a credit window"})
                 self.window = int(req.get("credit") or 0)
                 self.rx = self.peer._handle(0, None)
                 self.peer.attach_receiver(f"rx-{self.rx}", req.get("address"), handle=self.rx)
@@ -251,22 +255,26 @@ def main(argv=None) -> None:
     names = [f.name for f in fault_catalogue.of_kind("client")]
     parser.add_argument("--fault", action="append", default=[], choices=names)
     parser.add_argument("--hang", action="store_true", help="answer no command (a hung library)")
+    parser.add_argument("--no-manual-credit", action="store_true",
+                        help="answer `unsupported` to a receiver with no credit window (a library without one)")
     args = parser.parse_args(argv)
     faults = ClientFaults.named(*args.fault)
     if args.hang:
         faults = ClientFaults(**{**{f.name: getattr(faults, f.name) for f in fields(ClientFaults)}, "hang": True})
-    ReferenceClient(faults).run()
+    client = ReferenceClient(faults)
+    client.no_manual_credit = args.no_manual_credit
+    client.run()
 
 
 if __name__ == "__main__":
     main()
 
 
-def subject(*faults: str, hang: bool = False, name: str | None = None):
+def subject(*faults: str, hang: bool = False, name: str | None = None, args: tuple[str, ...] = ()):
     """The reference client (with the given catalogue faults) as a run's subject, like a client library."""
     from ..clients import ClientSubject, Library
     label = name or "+".join(("reference-client", *faults)) + ("+hang" if hang else "")
     lib = Library("amqp-conformance-reference-client", "1.0", "Python", "none", "", "", "our peer as a client")
     argv = [sys.executable, "-m", "conformance.selftest.client", *[x for f in faults for x in ("--fault", f)]]
-    return ClientSubject(lib, argv=argv + (["--hang"] if hang else []), name=label, version="1.0",
+    return ClientSubject(lib, argv=argv + (["--hang"] if hang else []) + list(args), name=label, version="1.0",
                          ready_timeout=30.0)

@@ -13,9 +13,11 @@ def test_client_columns_get_their_own_matrix():
     assert render_client_matrix(model) == ""                     # brokers only: nothing more on the page
     column = model["columns"][0]
     column["subject"] = "client"
+    column["language"] = "Rust"
     validate_model(model)
     html = render_client_matrix(model)
     assert 'id="client-matrix"' in html and column["broker"] in html
+    assert '<span class="lang">Rust</span>' in html                  # the language beside the library
     assert html.count("<tr>") >= 2
     assert 'id="client-matrix"' in render_html(model)
 

@@ -79,8 +79,9 @@ impl App {
                 let mut got: Vec<String> = vec![];
                 let mut timed_out = false;
                 for _ in 0..count {
-                    if manual && receiver.credit() == 0 {
-                        // Receiver::set_credit (src/link/receiver.rs: "Set the link credit")
+                    if manual {
+                        // Receiver::set_credit (src/link/receiver.rs: "Set the link credit"): one credit for this
+                        // get (set, not added: a credit still outstanding is not doubled)
                         receiver.set_credit(1).await.map_err(|e| format!("{e}"))?;
                     }
                     // Receiver::recv (Readme.md `receiver.recv::<String>()`; rustdoc: "This function is
