@@ -87,9 +87,9 @@ class Driver:
 
     def receiver_open(self, address, credit=0, **_):
         # PyamqpTransport.create_receive_client (_pyamqp_transport.py:679-700): `ReceiveClient(hostname, source,
-        # receive_settle_mode=..., send_settle_mode=..., link_credit=...)`. The scripted broker sends pre-settled
-        # transfers, which is the SDK's RECEIVE_AND_DELETE mode: ReceiverSettleMode.First with
-        # SenderSettleMode.Settled (_pyamqp_transport.py:189-192, 687-692); nothing for the application to settle.
+        # receive_settle_mode=..., send_settle_mode=..., link_credit=...)`. The driver uses the SDK's
+        # RECEIVE_AND_DELETE mode, ReceiverSettleMode.First with SenderSettleMode.Settled (_pyamqp_transport.py:
+        # 189-192, 687-692): its attach asks for pre-settled transfers, so the application settles nothing.
         # With no prefetch the SDK asks for `link_credit=self._prefetch_count + 1` ("set link_credit to at least 1
         # so that messages can be received", _servicebus_receiver.py:343-344) and sets the credit per receive call.
         self.pull = not credit
@@ -183,6 +183,10 @@ class Driver:
             if text not in self.events:
                 self.events.append(text)
 
+    def poll(self, **_):
+        """What happened since the last answer (`events`); _pyamqp hands the application no drain to report."""
+        return {}
+
     def close(self, **_):
         for client in (self.receiver, self.sender):
             if client is not None:
@@ -199,7 +203,7 @@ class Driver:
 
 
 OPS = {"connect": "connect", "receiver": "receiver_open", "receive": "receive", "stop": "stop",
-       "sender": "sender_open", "send": "send", "close": "close"}
+       "sender": "sender_open", "send": "send", "close": "close", "poll": "poll"}
 
 
 def main():
@@ -222,6 +226,8 @@ def main():
             break
         t0 = time.monotonic()
         try:
+            if op not in OPS:
+                raise ValueError(f"unknown op {op}")
             out = getattr(driver, OPS[op])(**req)
             answer = {"id": rid, "ok": True, **out}
         except Exception as exc:           # what the application was told

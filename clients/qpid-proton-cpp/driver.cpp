@@ -94,6 +94,7 @@ class app : public proton::messaging_handler {
     bool opened = false, receiver_open = false, sender_open = false, closed = false, drained = false;
     std::deque<std::string> inbox;
     std::vector<std::string> events;      // what the library told the application, not yet reported
+    std::vector<std::string> drains;      // drains the library handed the application: {"handed":..,"answered":..}
     int to_send = 0, next_body = 0, sent = 0;
 
     void notify() { cv.notify_all(); }
@@ -142,7 +143,9 @@ class app : public proton::messaging_handler {
     // "Return all unused credit to the receiver in response to a drain request"): with nothing to send, answer it.
     void on_sender_drain_start(proton::sender& s) override {
         std::lock_guard<std::mutex> l(m);
-        if (to_send == 0) s.return_credit();
+        std::string answered = "null";
+        if (to_send == 0) { s.return_credit(); answered = "\"sender.return_credit()\""; }
+        drains.push_back("{\"handed\":\"messaging_handler::on_sender_drain_start\",\"answered\":" + answered + "}");
     }
     void on_transport_error(proton::transport& t) override { event(t.connection(), "transport_error", t.error()); }
     void on_connection_error(proton::connection& c) override { event(c, "connection_error", c.error()); }
@@ -194,7 +197,7 @@ int main() {
                     std::lock_guard<std::mutex> l(h.m);
                     h.opened = h.closed = h.receiver_open = h.sender_open = false;
                     h.conn = proton::connection(); h.wq = nullptr;
-                    h.inbox.clear(); h.events.clear(); h.to_send = 0;
+                    h.inbox.clear(); h.events.clear(); h.drains.clear(); h.to_send = 0;
                 }
                 // container::connect(url, connection_options) (container.hpp; `returned<connection>` "is thread-safe",
                 // returned.hpp; examples/multithreaded_client.cpp
@@ -286,6 +289,8 @@ int main() {
                     }
                 }
                 body << ",\"sent\":" << done;
+            } else if (op == "poll") {
+                // what happened since the last answer: `events`, `drains` (clients/PROTOCOL.md)
             } else if (op == "close") {
                 // connection::close (endpoint.hpp); on_connection_close when the broker answered.
                 h.run([&h]() { h.conn.close(); });
@@ -308,6 +313,12 @@ int main() {
                 for (size_t i = 0; i < h.events.size(); i++) outl << (i ? "," : "") << q(h.events[i]);
                 outl << "]";
                 h.events.clear();
+            }
+            if (!h.drains.empty()) {
+                outl << ",\"drains\":[";
+                for (size_t i = 0; i < h.drains.size(); i++) outl << (i ? "," : "") << h.drains[i];
+                outl << "]";
+                h.drains.clear();
             }
         }
         outl << ",\"ms\":" << duration_cast<milliseconds>(steady_clock::now() - t0).count() << "}";

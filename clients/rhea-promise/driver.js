@@ -13,6 +13,7 @@ const inbox = [];
 let waiter = null;          // a receive waiting for a message
 const events = [];          // what the library told the application, not yet reported
 let toSend = 0;             // messages the application still has to send (0: a drain is answered at once)
+const drains = [];          // drains the library handed the application, and how the driver answered each
 
 function out(obj) { process.stdout.write(JSON.stringify(obj) + '\n'); }
 function note(what, ctx) {
@@ -115,7 +116,9 @@ const ops = {
       // application should call set_drained(true) when it has no more messages"), forwarded by rhea-promise as
       // SenderEvents.senderDraining; BaseSender.setDrained(true) (lib/sender.ts) answers it.
       s.on(rp.SenderEvents.senderDraining, () => {
-        if (toSend === 0) s.setDrained(true);
+        let answered = null;
+        if (toSend === 0) { s.setDrained(true); answered = 'sender.setDrained(true)'; }
+        drains.push({ handed: 'SenderEvents.senderDraining (rhea sender_draining)', answered });
       });
       return s;
     });
@@ -155,6 +158,9 @@ const ops = {
     }
     return { sent };
   },
+  poll() {
+    return {};              // what happened since the last answer: `events`, `drains` (clients/PROTOCOL.md)
+  },
   async close() {
     if (!conn) return {};
     // await connection.close() (README; lib/connection.ts close()).
@@ -177,11 +183,13 @@ rl.on('line', (line) => {
     let answer;
     try {
       const res = await ops[req.op](req);
+      if (!ops[req.op]) throw new Error(`unknown op ${req.op}`);
       answer = { id: req.id, ok: true, ...res };
     } catch (e) {
       answer = { id: req.id, ok: false, error: String(e && (e.message || e.description) || e).slice(0, 400) };
     }
     if (events.length) { answer.events = events.splice(0); }
+    if (drains.length) { answer.drains = drains.splice(0); }
     answer.ms = Date.now() - t0;
     out(answer);
   });

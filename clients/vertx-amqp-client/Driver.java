@@ -155,6 +155,8 @@ public class Driver {
                 }
                 return "";
             }
+            case "poll":
+                return "";        // what happened since the last answer (`events`); no drain is handed to the application
             default:
                 throw new IllegalArgumentException("unknown op " + op);
         }
