@@ -5,8 +5,8 @@ release's `pip install --target` folder on sys.path.
 The SDK's public clients (`ServiceBusClient`, `ServiceBusReceiver`, `ServiceBusSender`) authenticate with CBS
 (a `$cbs` node that only Service Bus has), so the driver uses the stack below them the way the SDK does
 (`azure/servicebus/_transport/_pyamqp_transport.py`, `_servicebus_receiver.py`, `_servicebus_sender.py`): one
-`Connection` that the handlers share, `ReceiveClient(link_credit=...)`, `receive_message_batch`, `SendClient.
-send_message`. Citations are to the files of the installed release (7.15.0 line numbers unless said otherwise).
+`Connection` that the handlers share, `ReceiveClient` with `link_credit`, `receive_message_batch`,
+`SendClient.send_message`. Citations are to the files of the installed release (7.15.0 line numbers unless said otherwise).
 
 Event Hubs' copy (`azure.eventhub._pyamqp`, azure-eventhub 5.15.1) has the same link.py, sender.py and
 session.py; its receiver.py differs only in settlement-outcome checks, so this driver judges both stacks' flow
@@ -137,6 +137,7 @@ class Driver:
         self.receiver._link.flow(link_credit=1)
         deadline = time.monotonic() + timeout_s
         while queue.empty() and time.monotonic() < deadline:
+            # ServiceBusReceiver._receive: `receiving = amqp_receive_client.do_work()` (_servicebus_receiver.py:445)
             if not self.receiver.do_work():
                 break
         return [queue.get()[1]] if not queue.empty() else []
@@ -177,6 +178,7 @@ class Driver:
         if self.conn is None or self.conn.state in (ConnectionState.END, None):
             return
         try:
+            # AMQPClient._keep_alive: `self._connection.listen(wait=...)` (client.py:253)
             self.conn.listen(wait=0.02)
         except Exception as exc:           # an error the connection reported: the next answer carries it
             text = f"{type(exc).__name__}: {exc}"[:300]
@@ -191,6 +193,7 @@ class Driver:
         for client in (self.receiver, self.sender):
             if client is not None:
                 try:
+                    # AMQPClient.close (client.py:364): detach, end; the shared connection stays
                     client.close()
                 except Exception:          # already closed by the broker
                     pass

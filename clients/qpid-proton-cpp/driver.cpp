@@ -174,8 +174,10 @@ class app : public proton::messaging_handler {
 int main() {
     app h;
     proton::container container(h, "amqp-conformance-client");
-    container.auto_stop(false);                          // the driver decides when the container stops
-    std::thread runner([&]() { container.run(); });      // examples/multithreaded_client.cpp
+    // container::auto_stop(false) (container.hpp): the driver, not the last connection, decides when it stops
+    container.auto_stop(false);
+    // examples/multithreaded_client.cpp: `std::thread container_thread([&]() { container.run(); });`
+    std::thread runner([&]() { container.run(); });
     std::cout << "{\"id\":0,\"ok\":true,\"ready\":true,\"library\":\"qpid-proton-cpp\",\"version\":"
               << q(std::to_string(PN_VERSION_MAJOR) + "." + std::to_string(PN_VERSION_MINOR) + "." +
                    std::to_string(PN_VERSION_POINT)) << "}" << std::endl;
@@ -324,6 +326,7 @@ int main() {
         outl << ",\"ms\":" << duration_cast<milliseconds>(steady_clock::now() - t0).count() << "}";
         std::cout << outl.str() << std::endl;
     }
+    // container::stop (container.hpp), then the container thread ends (examples/multithreaded_client.cpp join)
     container.stop();
     runner.join();
     return 0;

@@ -101,6 +101,8 @@ public class Driver {
                             c.close();
                         });
                         c.disconnectHandler(x -> event("disconnected"));
+                        // ProtonConnection Javadoc: sessionOpenHandler (a session the peer begins is opened) and
+                        // openHandler, then open() (README "Creating a client")
                         c.sessionOpenHandler(s -> s.open());
                         c.openHandler(r -> { if (r.succeeded()) f.complete(null); else f.completeExceptionally(r.cause()); })
                          .open();
@@ -135,6 +137,7 @@ public class Driver {
                         // ProtonReceiver.flow(credits): "For use when setPrefetch(int) has been used to disable
                         // automatic prefetch credit handling"
                         onContext(5000, (CompletableFuture<Void> f) -> {
+                            // ProtonReceiver Javadoc: getCredit(), flow(credits)
                             if (receiver.getCredit() == 0) receiver.flow(1);
                             f.complete(null);
                         });
@@ -145,6 +148,7 @@ public class Driver {
                         // messages arriving, or a 'drain response' flow"
                         try {
                             onContext(wait + 1000, (CompletableFuture<Void> f) -> {
+                                // ProtonReceiver Javadoc: getCredit(); drain(timeout, completionHandler)
                                 if (receiver.getCredit() == 0) { f.complete(null); return; }
                                 receiver.drain(wait, r -> f.complete(null));
                             });
@@ -256,8 +260,8 @@ public class Driver {
                 String extra = run(op, a);
                 body = extra.contains("\"ok\":false") ? extra : ",\"ok\":true" + extra;
             } catch (Throwable e) {
-                Throwable c = e.getCause() != null && e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e;
-                body = ",\"ok\":false,\"error\":" + q(c.toString());
+                Throwable cause = e.getCause() != null && e instanceof java.util.concurrent.ExecutionException ? e.getCause() : e;
+                body = ",\"ok\":false,\"error\":" + q(cause.toString());
             }
             synchronized (Driver.class) {
                 if (!events.isEmpty()) {

@@ -75,6 +75,7 @@ impl App {
                 let count = ms(a, "count", 1);
                 let wait = Duration::from_millis(ms(a, "timeout_ms", 1000));
                 let manual = self.manual;
+                // the Receiver attached by `receiver` (Readme.md `Receiver::attach`)
                 let receiver = self.receiver.as_mut().ok_or("no receiver")?;
                 let mut got: Vec<String> = vec![];
                 let mut timed_out = false;
