@@ -16,7 +16,8 @@ let toSend = 0;             // messages the application still has to send (0: a 
 const drains = [];          // drains the library handed the application, and how the driver answered each
 
 function out(obj) { process.stdout.write(JSON.stringify(obj) + '\n'); }
-function note(what, ctx) {
+function note(what, ctx, from) {
+  if (from && from !== conn) return;        // an earlier case's connection going away
   const e = (ctx && (ctx.error || (ctx.receiver && ctx.receiver.error) || (ctx.session && ctx.session.error) ||
             (ctx.connection && ctx.connection.error))) || {};
   events.push(`${what}: ${e.condition || ''} ${e.description || e.message || ''}`.trim());
@@ -29,14 +30,16 @@ const ops = {
     // new Connection(ConnectionOptions) + await connection.open() (README "Receiving a message" / "Sending a
     // message"; lib/connection.ts constructor and open()); core-amqp's ConnectionContextBase.create passes
     // `reconnect: false` and its own idle timeout (sdk/core/core-amqp/src/ConnectionContextBase.ts).
-    conn = new rp.Connection({ host: u.hostname, port: Number(u.port), transport: 'tcp', reconnect: false,
-                               container_id: 'amqp-conformance-client', idle_time_out: 0 });
+    events.length = 0; drains.length = 0; inbox.length = 0;
+    const c = new rp.Connection({ host: u.hostname, port: Number(u.port), transport: 'tcp', reconnect: false,
+                                  container_id: 'amqp-conformance-client', idle_time_out: 0 });
+    conn = c;
     // Connection-level events (lib/connection.ts `ConnectionEvents`): what the application is told.
-    conn.on(rp.ConnectionEvents.connectionError, (ctx) => note('connection_error', ctx));
-    conn.on(rp.ConnectionEvents.protocolError, (ctx) => note('protocol_error', ctx));
-    conn.on(rp.ConnectionEvents.error, (ctx) => note('error', ctx));
-    conn.on(rp.ConnectionEvents.disconnected, (ctx) => note('disconnected', ctx));
-    await conn.open({ timeoutInSeconds: Math.max(1, Math.ceil((a.timeout_ms || 5000) / 1000)) });
+    c.on(rp.ConnectionEvents.connectionError, (ctx) => note('connection_error', ctx, c));
+    c.on(rp.ConnectionEvents.protocolError, (ctx) => note('protocol_error', ctx, c));
+    c.on(rp.ConnectionEvents.error, (ctx) => note('error', ctx, c));
+    c.on(rp.ConnectionEvents.disconnected, (ctx) => note('disconnected', ctx, c));
+    await c.open({ timeoutInSeconds: Math.max(1, Math.ceil((a.timeout_ms || 5000) / 1000)) });
     return {};
   },
   async receiver(a) {

@@ -65,7 +65,9 @@ public class Driver {
         switch (op) {
             case "connect": {
                 URI u = new URI(a.get("url"));
+                conn = null;            // a fresh connection per case: the last one's late events do not count
                 inbox.clear();
+                synchronized (Driver.class) { events.clear(); }
                 // AmqpClient.create(vertx, new AmqpClientOptions().setHost(..).setPort(..)), client.connect()
                 // (index.adoc "Creating a client"); AmqpClientOptions extends ProtonClientOptions, so SASL ANONYMOUS
                 // as the scripted broker offers it is addEnabledSaslMechanism("ANONYMOUS").
@@ -73,10 +75,11 @@ public class Driver {
                 o.addEnabledSaslMechanism("ANONYMOUS");
                 o.setHeartbeat(0);
                 client = AmqpClient.create(vertx, o);
-                conn = await(client.connect(), num(a, "timeout_ms", 5000));
-                // AmqpConnection.exceptionHandler / closeFuture: what the application is told.
-                conn.exceptionHandler(e -> event("connection exception: " + e));
-                conn.closeFuture().onComplete(r -> event("connection closed" + (r.failed() ? ": " + r.cause() : "")));
+                AmqpConnection c = await(client.connect(), num(a, "timeout_ms", 5000));
+                conn = c;
+                // AmqpConnection Javadoc: exceptionHandler / closeFuture: what the application is told.
+                c.exceptionHandler(e -> { if (c == conn) event("connection exception: " + e); });
+                c.closeFuture().onComplete(r -> { if (c == conn) event("connection closed" + (r.failed() ? ": " + r.cause() : "")); });
                 return "";
             }
             case "receiver": {

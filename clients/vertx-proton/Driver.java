@@ -84,7 +84,9 @@ public class Driver {
         switch (op) {
             case "connect": {
                 URI u = new URI(a.get("url"));
+                conn = null;            // a fresh connection per case: the last one's late events do not count
                 inbox.clear();
+                synchronized (Driver.class) { events.clear(); }
                 // ProtonClient.create(vertx).connect(options, host, port, handler) then connection.open()
                 // (README "Creating a client"; ProtonClient Javadoc); SASL as the scripted broker offers it:
                 // ProtonClientOptions.addEnabledSaslMechanism("ANONYMOUS").
@@ -96,11 +98,11 @@ public class Driver {
                         conn = c;
                         // ProtonConnection.closeHandler / disconnectHandler: what the application is told.
                         c.closeHandler(r -> {
-                            event("connection closed by the broker" + (c.getRemoteCondition() != null
+                            if (c == conn) event("connection closed by the broker" + (c.getRemoteCondition() != null
                                 ? ": " + c.getRemoteCondition().getCondition() + " " + c.getRemoteCondition().getDescription() : ""));
                             c.close();
                         });
-                        c.disconnectHandler(x -> event("disconnected"));
+                        c.disconnectHandler(x -> { if (c == conn) event("disconnected"); });
                         // ProtonConnection Javadoc: sessionOpenHandler (a session the peer begins is opened) and
                         // openHandler, then open() (README "Creating a client")
                         c.sessionOpenHandler(s -> s.open());
