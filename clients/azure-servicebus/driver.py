@@ -73,13 +73,14 @@ class Driver:
     def _handler_open(self, client, timeout_s=5.0):
         # ServiceBusReceiver._open / ServiceBusSender._open (_servicebus_receiver.py:360-380,
         # _servicebus_sender.py:260-279): `self._handler.open(connection=self._connection)`, then
-        # `while True: if self._handler.client_ready(): break; time.sleep(0.05)` (bounded by a deadline).
+        # `while True: if self._handler.client_ready(): break; time.sleep(0.05)` (bounded by a deadline). The
+        # driver leaves out the sleep: client_ready() itself waits for the broker's frames (AMQPClient.client_ready
+        # listens with the socket timeout, client.py:409-426), so the loop is not busy.
         client.open(connection=self.conn)
         deadline = time.monotonic() + timeout_s
         while not client.client_ready():
             if time.monotonic() > deadline:
                 raise TimeoutError("the link did not attach within 5 s")
-            time.sleep(0.05)
 
     @staticmethod
     def _auth():
