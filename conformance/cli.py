@@ -14,7 +14,7 @@ import sys
 from . import __version__, catalogue
 from .brokers import cli as brokers_cli
 from .clients import cli as clients_cli
-from .errors import EXIT_INTERRUPTED, ConformanceError, UsageError
+from .errors import EXIT_INTERRUPTED, EXIT_OK, ConformanceError, UsageError
 from .explore import cli as explore_cli
 from .history import cli as history_cli
 from .faultproxy import cli as faultproxy_cli
@@ -46,7 +46,7 @@ def _cmd_list(args) -> int:
                 print(f"      subject: {', '.join(c.subject)}")
                 print(f"      judges:  {', '.join(r for r in c.requirements if r not in c.subject) or '-'}"
                       " (and what the model judges over every exchange)")
-        return 0
+        return EXIT_OK
     print("cases: * marks a case's subject; the flow-control model judges its requirements over every case's "
           "exchange")
     current = None
@@ -64,7 +64,7 @@ def _cmd_list(args) -> int:
             print(f"      “{req.text}”")
             if req.unobservable_because:
                 print(f"      not observable: {req.unobservable_because}")
-    return 0
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,8 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             args.pytest_args = list(getattr(args, "pytest_args", [])) + extra
         if not getattr(args, "command", None):
             parser.print_help()
-            return 0
-        return int(args.func(args) or 0)
+            return EXIT_OK
+        return int(args.func(args) or EXIT_OK)
     except ConformanceError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return exc.exit_code
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout = open("/dev/null", "w")
         except OSError:
             pass
-        return 0
+        return EXIT_OK
     except KeyboardInterrupt:
         print("error: interrupted; results of the cases that finished are kept", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -3,15 +3,15 @@
 This module owns the verdict vocabulary (after Autobahn|Testsuite): the names and their order, what each
 means, the two severity orders (a case's worst finding; a requirement judged by several cases), which
 verdicts judge, the exit-code weight of a run's verdicts and their colours (terminal and report). Every other
-module imports them from here (tests/test_layers.py checks that none spells out the names again). It also
-owns the record of one case run. It does no I/O; results are written by `conformance.run.directory`.
+module imports them from here (tests/test_layers.py checks that no other module spells a name). It does no
+I/O; the record of a case run, its line format and the change between two verdicts are
+`conformance.results`'s.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any, Iterable
+from typing import Iterable
 
 from .errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK
 
@@ -58,6 +58,10 @@ SEVERITY = {Verdict.ERROR: 5, Verdict.FAIL: 4, Verdict.NON_STRICT: 3, Verdict.UN
 # shows first; then pass (some case saw it hold) over informational and unsupported (no case decided it).
 REQUIREMENT_SEVERITY = {"fail": 5, "non-strict": 4, "error": 3, "pass": 2, "informational": 1, "unsupported": 0}
 
+# Short names, for the cells of a matrix of many verdicts (selfcheck's); the failing ones in capitals.
+SHORT = {"pass": "pass", "fail": "FAIL", "non-strict": "n-s", "informational": "info", "unsupported": "unsup",
+         "error": "ERROR"}
+
 # Colours: ANSI SGR parameters for the terminal; (background, text) for the HTML report.
 ANSI_COLOUR = {"pass": "32", "fail": "1;31", "non-strict": "33", "informational": "36", "unsupported": "35",
                "error": "1;41;97"}
@@ -79,44 +83,3 @@ def exit_code(records: Iterable[dict]) -> int:
 # What breaking a requirement of each level means.
 VERDICT_FOR_LEVEL = {"MUST": Verdict.FAIL, "SHOULD": Verdict.NON_STRICT, "MAY": Verdict.INFORMATIONAL,
                      "informative": Verdict.INFORMATIONAL}
-
-
-@dataclass
-class CaseResult:
-    """One case run against one broker."""
-
-    case_id: str
-    title: str
-    section: str
-    level: str
-    requirement_ids: list[str]
-    verdict: Verdict
-    reason: str
-    broker: str
-    broker_product: str | None = None
-    broker_version: str | None = None
-    duration_s: float = 0.0
-    # seconds the case's connections waited out: "timeout" (expectations that ran out), "quiet" (quiet periods)
-    waited_s: dict[str, float] = field(default_factory=dict)
-    started_at: str = ""
-    violated: str | None = None          # requirement id of the deciding finding (the worst, first found)
-    expected: str | None = None
-    actual: str | None = None
-    findings: list[dict] = field(default_factory=list)   # every finding, deciding one first (Finding.to_record)
-    subject: list[str] = field(default_factory=list)     # the requirement(s) the case exists to judge
-    outcome: str | None = None           # how the case body ended: passed / recorded / unobservable (None: halted)
-    observations: dict[str, Any] = field(default_factory=dict)
-    transcripts: list[dict] = field(default_factory=list)   # Transcript.to_json() of each connection
-    ladders: list[str] = field(default_factory=list)
-    broker_log_tail: str | None = None
-
-    def to_record(self, with_transcripts: bool = False) -> dict:
-        d = asdict(self)
-        d["verdict"] = self.verdict.value
-        if not with_transcripts:
-            d.pop("transcripts")
-            d.pop("ladders")
-        return d
-
-    def summary_line(self) -> str:
-        return f"{self.case_id:<12} {self.verdict.value:<13} {self.broker:<16} {self.reason}"

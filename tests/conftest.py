@@ -39,3 +39,12 @@ def reference_reports(tmp_path_factory):
                                   ReferenceBuild("ref-b", "2.0", Faults(cumulative_credit=True))], cases,
                         run_id="run-2", options=fast)
     return reports
+
+
+@pytest.fixture(scope="module")
+def reference_broker():
+    """The well-behaved reference broker (conformance.selftest) on loopback, one per test module."""
+    from conformance.selftest.handle import ReferenceBrokerHandle
+    broker = ReferenceBrokerHandle()
+    yield broker
+    broker.stop()

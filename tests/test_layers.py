@@ -21,8 +21,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "conformance"
 # (docs/architecture.md draws the same table.)
 LAYERS: list[tuple[str, ...]] = [
     ("=conformance", "conformance.errors"),                      # the version, the exit-code table
-    ("conformance.verdict", "conformance.catalogue",             # vocabulary: verdicts, requirements,
-     "conformance.wire", "conformance.options"),                 # the codec; run options are plain data
+    ("conformance.verdict", "conformance.results",               # vocabulary: verdicts, the case record,
+     "conformance.catalogue", "conformance.wire",                # requirements, the codec; run options are
+     "conformance.options"),                                     # plain data
     ("conformance.model", "conformance.report"),                 # the sans-IO model; rendering a report model
     ("conformance.peer",),                                       # the scripted peer (sockets, threads)
     ("conformance.brokers", "conformance.clients"),              # brokers and client libraries under test
@@ -200,6 +201,24 @@ def test_run_directories_are_written_by_the_pipeline_only():
     assert {m for m in calls("record") if m.startswith("conformance.")} <= {"conformance.run.engine"}
 
 
+def test_the_record_is_read_from_its_own_room():
+    """Readers of results import conformance.results, not the run pipeline's run directory; and no module imports
+    a private name (`_name`) from another room."""
+    assert {m for m, deps in graph().items() if "conformance.run.directory" in deps} <= \
+        {m for m in graph() if m.startswith("conformance.run.")}
+    found = []
+    for name, tree in _modules():
+        room = name.split(".")[:2]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                here = name.split(".") if _is_package(name) else name.split(".")[:-1]
+                base = here[:len(here) - node.level + 1] + (node.module.split(".") if node.module else [])
+                if base[:2] != room:
+                    found += [f"{name} imports {'.'.join(base)}.{a.name}" for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == [], "private names imported across rooms: " + "; ".join(found)
+
+
 # -- written once: serial arithmetic, session and link bookkeeping -------------------------------------------
 
 SERIAL_HOME = "conformance.wire.serial"
@@ -269,26 +288,133 @@ def test_the_proxy_and_the_reference_broker_keep_their_books_in_peer_state(user)
     assert BOOKS_HOME in graph()[user]
 
 
-# -- written once: the verdict vocabulary ---------------------------------------------------------------------
+# -- written once: the verdict vocabulary and the exit codes ---------------------------------------------------
 
 VERDICT_HOME = "conformance.verdict"
 VERDICT_NAMES = {"pass", "fail", "non-strict", "informational", "unsupported", "error"}
+# Modules that print AMQP's own names, two of which are also verdict words: the `error` field of detach, end,
+# close and rejected and the `error` type, Discharge's `fail` field (the codec's tables from the spec; the
+# ladder's columns for those fields). They hold no verdict.
+AMQP_NAMES = ("conformance.wire", "conformance.peer.ladder")
+KEY_CALLS = {"get", "pop", "setdefault", "getattr", "hasattr", "setattr"}
+TEXT_CALLS = {"lower", "upper", "casefold", "strip"}
+
+
+def _parents(tree) -> dict:
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def _names_a_field(node, parent) -> bool:
+    """A verdict word used as a name, not as a verdict: a dict key, a subscript (`record["error"]`), the key of
+    .get / .pop / .setdefault / getattr (`answer.get("error")`), or a word searched for in text
+    (`"error" in line.lower()`)."""
+    if isinstance(parent, ast.Dict) and any(k is node for k in parent.keys):
+        return True
+    if isinstance(parent, ast.Subscript) and parent.slice is node:
+        return True
+    if isinstance(parent, ast.Call) and parent.args and (
+            parent.args[0] is node or (len(parent.args) > 1 and parent.args[1] is node and
+                                       _dotted(parent.func) in ("getattr", "hasattr", "setattr"))):
+        called = (_dotted(parent.func) or "").rsplit(".", 1)[-1]
+        return called in KEY_CALLS and (parent.args[0] is node) != (called in ("getattr", "hasattr", "setattr"))
+    if isinstance(parent, ast.Compare) and parent.left is node and isinstance(parent.ops[0], (ast.In, ast.NotIn)):
+        right = parent.comparators[0]
+        return isinstance(right, ast.Call) and (_dotted(right.func) or "").rsplit(".", 1)[-1] in TEXT_CALLS
+    return False
+
+
+def verdict_literals(tree) -> list[str]:
+    """`line: 'word'` for each verdict name written as a string literal where it stands for a verdict."""
+    parents = _parents(tree)
+    found = [node for node in ast.walk(tree)
+             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in VERDICT_NAMES
+             and not _names_a_field(node, parents.get(node))]
+    return [f"{node.lineno}: {node.value!r}" for node in sorted(found, key=lambda n: (n.lineno, n.col_offset))]
 
 
 def test_one_verdict_vocabulary():
     """The verdict names, their orders, colours and groups (judged, broken...) are spelled out in
-    conformance.verdict only: no other module writes a tuple, list, set or dict (keys) of three or more of them."""
+    conformance.verdict only: no other module writes a single verdict name as a string literal (use
+    `Verdict.FAIL`, the groups or the predicates of conformance.results)."""
     found = []
     for name, tree in _modules():
-        if name == VERDICT_HOME:
+        if name == VERDICT_HOME or name.startswith(AMQP_NAMES):
             continue
-        for node in ast.walk(tree):
-            items = node.keys if isinstance(node, ast.Dict) else \
-                node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else []
-            named = {i.value for i in items if isinstance(i, ast.Constant) and i.value in VERDICT_NAMES}
-            if len(named) >= 3:
-                found.append(f"{name}:{node.lineno} {sorted(named)}")
-    assert found == [], "verdict names spelled out again (import them from conformance.verdict): " + "; ".join(found)
+        found += [f"{name}:{where}" for where in verdict_literals(tree)]
+    assert found == [], "verdict names spelled out (import them from conformance.verdict): " + "; ".join(found)
+
+
+def test_the_verdict_guard_sees_one_literal_and_passes_field_names():
+    flagged = verdict_literals(ast.parse(
+        'if record["verdict"] == "fail":\n    pass\n'
+        'x = record.get("verdict", "error")\n'
+        'kinds = {"regression": ("pass",)}\n'
+        'badge("informational", "caught")\n'))
+    assert flagged == ["1: 'fail'", "3: 'error'", "4: 'pass'", "5: 'informational'"]
+    assert verdict_literals(ast.parse(
+        'a = {"error": None}; b = reply["error"]; c = answer.get("error"); d = getattr(frame, "error", None)\n'
+        'e = "error" in line.lower()\n')) == []
+
+
+EXIT_HOME = "conformance.errors"
+
+
+def _is_exit_code(node, names: set) -> bool:
+    """`exit_code`, `x.exit_code`, `exit_code(...)`, or a name given one of those."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    dotted = _dotted(node) or ""
+    return dotted.rsplit(".", 1)[-1] == "exit_code" or (isinstance(node, ast.Name) and node.id in names)
+
+
+def exit_code_literals(name: str, tree) -> list[str]:
+    """Exit codes written as numbers: `exit_code=7`, `sys.exit(2)` / `SystemExit(2)`, `EXIT_X = 3`, `code == 14`,
+    and in a command-line module (`cli`, `__main__`) a function returning a number (`return 0`, `... else 2`)."""
+    found = []
+
+    def ints(node) -> list:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+            return [node]
+        if isinstance(node, ast.IfExp):
+            return ints(node.body) + ints(node.orelse)
+        if isinstance(node, ast.BoolOp):
+            return [n for v in node.values for n in ints(v)]
+        return []
+
+    command_line = name.rsplit(".", 1)[-1] in ("cli", "__main__")
+    exit_names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _is_exit_code(node.value, set())
+                  for t in node.targets if isinstance(t, ast.Name)}       # code = exit_code(records)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "exit_code":
+            found += [f"{n.lineno}: exit_code={n.value}" for n in ints(node.value)]
+        elif isinstance(node, ast.Call) and (_dotted(node.func) or "") in ("sys.exit", "exit", "SystemExit"):
+            found += [f"{n.lineno}: exit({n.value})" for a in node.args[:1] for n in ints(a)]
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id.startswith("EXIT_")
+                                                  for t in node.targets):
+            found += [f"{n.lineno}: EXIT_... = {n.value}" for n in ints(node.value)]
+        elif isinstance(node, ast.Compare) and _is_exit_code(node.left, exit_names):
+            found += [f"{n.lineno}: code == {n.value}" for c in node.comparators for n in ints(c)]
+        elif command_line and isinstance(node, ast.Return) and node.value is not None:
+            found += [f"{n.lineno}: return {n.value}" for n in ints(node.value)]
+    return sorted(found, key=lambda f: int(f.split(":")[0]))
+
+
+def test_exit_codes_come_from_the_table():
+    """Every exit code of the suite is a name from conformance.errors (git bisect run's own codes, in
+    history.bisect, are a protocol of git's)."""
+    found = []
+    for name, tree in _modules():
+        if name != EXIT_HOME:
+            found += [f"{name}:{where}" for where in exit_code_literals(name, tree)]
+    assert found == [], "exit codes written as numbers (use conformance.errors.EXIT_*): " + "; ".join(found)
+
+
+def test_the_exit_code_guard_sees_a_number():
+    tree = ast.parse("def cmd(a):\n    if a:\n        return 2\n    return EXIT_OK if a else 0\n"
+                     "raise ConformanceError('x', exit_code=7)\ncode = exit_code(records)\nif code == 14:\n    pass\n")
+    assert exit_code_literals("conformance.x.cli", tree) == ["3: return 2", "4: return 0", "5: exit_code=7",
+                                                             "7: code == 14"]
+    assert exit_code_literals("conformance.x.engine", ast.parse("def f():\n    return 0\n")) == []
 
 
 # -- no import hidden in a string ----------------------------------------------------------------------------

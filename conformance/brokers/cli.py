@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 
-from ..errors import UsageError
+from ..errors import EXIT_OK, EXIT_USAGE, UsageError
 from .managed import NodeRecord, logs_dir, pid_alive, progress
 
 
@@ -58,7 +58,7 @@ def cmd_brokers(args) -> int:
         return _status()
     if args.action == "down":
         return _down(names)
-    return 2
+    return EXIT_USAGE
 
 
 def _provision(names: list[str]) -> int:
@@ -77,7 +77,7 @@ def _provision(names: list[str]) -> int:
             failed = exc.exit_code
             continue
         print(f"{name}: {'provisioned in %.1f s' % seconds if seconds else 'already provisioned'}")
-    return EXIT_PROVISION_FAILED if failed else 0
+    return EXIT_PROVISION_FAILED if failed else EXIT_OK
 
 
 def _list(managed, default) -> int:
@@ -85,7 +85,7 @@ def _list(managed, default) -> int:
         state = "provisioned" if cls().provisioned() else "not provisioned"
         mark = " (default)" if name == default else ""
         print(f"{name:<20} {state:<16} {cls.description}{mark}")
-    return 0
+    return EXIT_OK
 
 
 def _up(names: list[str], port: int | None) -> int:
@@ -102,7 +102,7 @@ def _up(names: list[str], port: int | None) -> int:
         print(f"{name}: {handle.redacted_url}{account}  {handle.product} {handle.version}, ready in "
               f"{node.extra.get('ready_seconds')} s; node {node.name}: stop it with "
               f"`amqp-conformance brokers down {node.name}` (or every {name} node: `brokers down {name}`)")
-    return 0
+    return EXIT_OK
 
 
 def _owner(r: NodeRecord) -> str:
@@ -120,7 +120,7 @@ def _status() -> int:
         print(f"{r.kind:<15} {r.name:<14} {alive:<8} {_redacted(r.url):<36} up {time.time() - r.started_at:>6.0f} s  "
               f"owner: {_owner(r)}")
     print(f"logs of stopped nodes: {logs_dir()}")
-    return 0
+    return EXIT_OK
 
 
 def _down(names: list[str]) -> int:
@@ -136,7 +136,7 @@ def _down(names: list[str]) -> int:
         stop_record(r)
         stopped += 1
     print(f"stopped {stopped} node(s)" + (f"; {kept} owned by running test runs left alone" if kept else ""))
-    return 0
+    return EXIT_OK
 
 
 def _redacted(url: str) -> str:

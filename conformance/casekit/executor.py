@@ -33,7 +33,8 @@ from ..brokers.broker_errors import HookUnsupported
 from ..brokers.liveness import cut_or_stalled, died_during
 from ..peer import PeerError, PredicateError
 from ..options import RunOptions
-from ..verdict import CaseResult, Verdict
+from ..results import CaseResult
+from ..verdict import Verdict
 from .findings import (
     CaseConclusion, CaseHalted, Outcome, OutcomeKind, SubjectUnobservable, SuiteError, ordered, verdict_of,
 )

@@ -25,6 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import get as requirement
+from ..verdict import Verdict
+
+EXPECT_ERROR = Verdict.ERROR.value   # a transport fault's `expect`: the error verdict where it fired
 
 KINDS = ("protocol", "variant", "transport", "client")
 
@@ -40,7 +43,7 @@ class Fault:
     delay: float = 0.0                 # transport: seconds each frame is held, both directions
     reset: bool = False                # transport: TCP reset in the middle of a case
     stall: bool = False                # transport: nothing forwarded any more from the middle of a case
-    expect: str = "detected"           # protocol: "detected"; variant/transport: "unchanged" or "error"
+    expect: str = "detected"           # protocol: "detected"; variant/transport: "unchanged" or EXPECT_ERROR
     client: dict = field(default_factory=dict)      # the reference client's switch: ClientFaults(**client)
 
     @property
@@ -137,9 +140,9 @@ FAULTS: tuple[Fault, ...] = (
     Fault("delay-200ms", "transport", None, "every frame held 200 ms, both directions", proxy=True, delay=0.2,
           expect="unchanged"),
     Fault("reset", "transport", None, "TCP reset of the connection at the first frame the peer sends after "
-          "the broker attached a link", proxy=True, reset=True, expect="error"),
+          "the broker attached a link", proxy=True, reset=True, expect=EXPECT_ERROR),
     Fault("stall", "transport", None, "nothing forwarded any more, either way, from the first frame the peer "
-          "sends after the broker attached a link (sockets left open)", proxy=True, stall=True, expect="error"),
+          "sends after the broker attached a link (sockets left open)", proxy=True, stall=True, expect=EXPECT_ERROR),
 )
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ..errors import ProvisionFailed
+from ..errors import EXIT_OK, ProvisionFailed
 
 
 def register(sub) -> None:
@@ -29,7 +29,7 @@ def cmd_clients(args) -> int:
         for lib in libs:
             print(f"{lib.label:28} {lib.language:11} {lib.registry:9} {'yes' if provisioned(lib) else 'no':10} "
                   f"{lib.summary}")
-        return 0
+        return EXIT_OK
     failed = []
     for lib in libs:
         try:
@@ -41,4 +41,4 @@ def cmd_clients(args) -> int:
     if failed:
         raise ProvisionFailed(f"{len(failed)} of {len(libs)} client libraries could not be installed "
                               f"(first: {failed[0]})")
-    return 0
+    return EXIT_OK

@@ -16,6 +16,7 @@ import difflib
 import sys
 
 from ..errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK, UsageError
+from ..verdict import Verdict
 from .. import options as run_options
 from ..run import selection
 
@@ -75,9 +76,9 @@ def cmd_selfcheck(args) -> int:
     path = outcome.run.path
     print(f"report: {path}/selfcheck.md  {path}/selfcheck.json  results: {path}/results.jsonl")
     if args.transport:      # the faults that fired leave `error` verdicts: the run exits as a run with errors does
-        if any(v == "error" for verdicts in report["verdicts"].values() for v in verdicts.values()):
+        if any(v == Verdict.ERROR for verdicts in report["verdicts"].values() for v in verdicts.values()):
             return EXIT_CASE_ERROR
         return EXIT_OK if report["ok"] else EXIT_MUST_FAILED
-    if any(report["verdicts"][config][c] == "error" for config in (DIRECT, PROXY) for c in report["cases"]):
+    if any(report["verdicts"][config][c] == Verdict.ERROR for config in (DIRECT, PROXY) for c in report["cases"]):
         return EXIT_CASE_ERROR
     return EXIT_OK if report["ok"] else EXIT_MUST_FAILED

@@ -16,18 +16,19 @@ import json
 from pathlib import Path
 
 from ..catalogue import faults as fault_catalogue
+from ..catalogue.faults import EXPECT_ERROR
 from ..run.engine import Outcome, Plan, execute
 from ..options import RunOptions
 from ..run.targets import Target, register_wrapper
-from ..verdict import BROKEN, VERDICTS
+from ..results import is_broken
+from ..verdict import SHORT, Verdict
 from .handle import ProxiedBroker
 from .proxy import Transport, transport_for
 
 WRAPPER = "mutant-proxy"     # what the selfcheck targets name as their wrapper (`register`)
 DIRECT = "direct"
 PROXY = "proxy"
-DETECTING = BROKEN
-SHORT = dict(zip(VERDICTS, ("pass", "FAIL", "n-s", "info", "unsup", "ERROR")))    # matrix cells, in VERDICTS order
+ERROR = Verdict.ERROR.value     # a case without a record in a configuration reads as error
 
 
 class SelfcheckProxy(ProxiedBroker):
@@ -132,7 +133,7 @@ def _flips(before: dict[str, str], after: dict[str, str]) -> dict[str, tuple[str
 def build_report(broker: dict, case_ids: list[str], faults: list[str], runs: dict[str, dict],
                  options: RunOptions) -> dict:
     """runs: config -> {"verdicts": case -> verdict, "records": case -> record, "duration_s"}."""
-    verdicts = {config: {c: run["verdicts"].get(c, "error") for c in case_ids} for config, run in runs.items()}
+    verdicts = {config: {c: run["verdicts"].get(c, ERROR) for c in case_ids} for config, run in runs.items()}
     transparency = _flips(verdicts[DIRECT], verdicts[PROXY])
     fault_rows = {}
     for name in faults:
@@ -141,8 +142,8 @@ def build_report(broker: dict, case_ids: list[str], faults: list[str], runs: dic
         records = runs[name]["records"]
         fault_rows[name] = {
             "requirement": entry.requirement, "level": entry.level, "summary": entry.summary,
-            "detected": any(b in DETECTING for _, b in flips.values()),
-            "all_green": all(v not in DETECTING + ("error",) for v in verdicts[name].values()),
+            "detected": any(is_broken(b) for _, b in flips.values()),        # a flip to fail / non-strict
+            "all_green": all(not is_broken(v) and v != ERROR for v in verdicts[name].values()),
             "flipped": {c: {"from": a, "to": b, "violated": records.get(c, {}).get("violated"),
                             "reason": (records.get(c, {}).get("reason") or "")[:200]}
                         for c, (a, b) in flips.items()},
@@ -167,7 +168,7 @@ def build_transport_report(broker: dict, case_ids: list[str], faults: list[str],
     """The transport matrix: per transport fault and case, the verdict, whether the fault fired during the
     case, what the verdict must be (the catalogue's `expect`: "unchanged" = the direct run's verdict; "error"
     where the fault fired, the direct verdict where it did not) and whether it is."""
-    verdicts = {config: {c: run["verdicts"].get(c, "error") for c in case_ids} for config, run in runs.items()}
+    verdicts = {config: {c: run["verdicts"].get(c, ERROR) for c in case_ids} for config, run in runs.items()}
     direct = verdicts[DIRECT]
     transparency = _flips(direct, verdicts[PROXY])
     rows = {}
@@ -175,12 +176,12 @@ def build_transport_report(broker: dict, case_ids: list[str], faults: list[str],
         entry = fault_catalogue.get(name)
         records = runs[name]["records"]
         fired = {c for c in case_ids if (records.get(c, {}).get("observations") or {}).get("transport_fault")}
-        expected = {c: "error" if entry.expect == "error" and c in fired else direct[c] for c in case_ids}
+        expected = {c: ERROR if entry.expect == EXPECT_ERROR and c in fired else direct[c] for c in case_ids}
         got = verdicts[name]
         # a case the fault did not hit may still end in error under a reset or stall (the broker slowed down by
         # the connections cut before it): honest, never a lie, and listed apart; any other difference is wrong
         collateral = {c: (records.get(c, {}).get("reason") or "")[:200] for c in case_ids
-                      if entry.expect == "error" and c not in fired and got[c] == "error" != expected[c]}
+                      if entry.expect == EXPECT_ERROR and c not in fired and got[c] == ERROR != expected[c]}
         wrong = {c: {"expected": expected[c], "got": got[c], "reason": (records.get(c, {}).get("reason") or "")[:200]}
                  for c in case_ids if got[c] != expected[c] and c not in collateral}
         rows[name] = {"summary": entry.summary, "expect": entry.expect, "fired": sorted(fired),
@@ -249,7 +250,7 @@ def render_transport_text(report: dict) -> str:
     cols = ["direct", "proxy"] + [f"T{i + 1}" for i in range(len(names))]
     out = ["", "transport matrix (T<n>: `.` = same verdict as direct, ERROR = expected where the fault fired, "
                "ERROR* = error where it did not fire, `!` = not what it must be)"]
-    must = {"unchanged": "verdicts must be unchanged", "error": "error where it fired, else unchanged"}
+    must = {"unchanged": "verdicts must be unchanged", EXPECT_ERROR: "error where it fired, else unchanged"}
     out += [f"  T{i + 1} = {n}: {report['transport'][n]['summary']} ({must[report['transport'][n]['expect']]})"
             for i, n in enumerate(names)]
     out.append("  " + f"{'case':<10}" + "".join(f"{c:>{width + 1}}" for c in cols))

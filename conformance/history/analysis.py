@@ -15,10 +15,11 @@ import re
 from collections import defaultdict
 
 from .. import __version__, catalogue
-from .store import VERDICTS, History
+from ..results import change_kind, is_broken, is_judged
+from ..verdict import REQUIREMENT_SEVERITY, VERDICTS, Verdict
+from .store import History
 from .traffic import traffic_counts
 
-from ..verdict import JUDGED, REQUIREMENT_SEVERITY   # defined once, in conformance.verdict
 TREND_DAYS = 30
 
 
@@ -38,16 +39,6 @@ def series_of(broker: str) -> str:
     return next((name for name, members in SERIES.items() if broker in members), broker)
 
 
-def classify_change(before: str, after: str) -> str:
-    """regression (got worse on a judged verdict), fix (got better), or change (anything else)."""
-    good = ("pass", "informational")
-    if (before in good and after in ("fail", "non-strict")) or (before == "non-strict" and after == "fail"):
-        return "regression"
-    if (before in ("fail", "non-strict") and after in good) or (before == "fail" and after == "non-strict"):
-        return "fix"
-    return "change"
-
-
 def finding_lines(findings: list) -> list[str]:
     """A record's findings (deciding first) as report lines: `<requirement> (<level>, <verdict>): <reason>`."""
     return [f"{f.get('requirement')} ({f.get('level')}, {f.get('verdict')}): {f.get('reason')}"
@@ -58,7 +49,7 @@ def requirement_verdict_counts(case_verdict: str, violated: str | None, requirem
     """Whether a case's verdict speaks for one of the requirements it cites: a fail or non-strict verdict
     counts only for the requirement of its deciding finding (the others it judged are listed with the cell,
     and a step that needed a missing frame judged nothing after it); any other verdict counts for all."""
-    if case_verdict in ("fail", "non-strict") and violated:
+    if is_broken(case_verdict) and violated:
         return violated == requirement_id
     return True
 
@@ -215,11 +206,11 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
         """Scores count cases (the unit a verdict is given for): passed / judged (pass, fail, non-strict)."""
         tally: dict[tuple, list[int]] = defaultdict(lambda: [0, 0])
         for cell in cells:
-            if cell["verdict"] not in JUDGED:
+            if not is_judged(cell["verdict"]):
                 continue
             key = (cell["column"], group_of(cases[cell["case_id"]]))
             tally[key][1] += 1
-            tally[key][0] += cell["verdict"] == "pass"
+            tally[key][0] += cell["verdict"] == Verdict.PASS
         return [{"column": col, "group": group, "passed": p, "judged": j, "score": round(p / j, 4) if j else 0.0}
                 for (col, group), (p, j) in sorted(tally.items(), key=lambda kv: (columns.index(kv[0][0]), kv[0][1]))]
 
@@ -240,7 +231,7 @@ def model_from_aggregates(aggregates: list[dict], columns_info: dict[str, dict],
                     old, new = verdict_at[cid, before], verdict_at[cid, after]
                     if old != new:
                         changes.append({"case_id": cid, "broker": broker, "from_column": before, "to_column": after,
-                                        "from_verdict": old, "to_verdict": new, "kind": classify_change(old, new)})
+                                        "from_verdict": old, "to_verdict": new, "kind": change_kind(old, new)})
 
     flaky = [{"case_id": c["case_id"], "column": c["column"], "verdict_counts": c["verdict_counts"]}
              for c in cells if c["flaky"]]

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..errors import ConformanceError, UsageError
-from ..verdict import UNTESTABLE      # verdicts that say nothing of a build: bisect skips it
+from ..errors import EXIT_BROKER_START_FAILED, ConformanceError, UsageError
+from ..results import check_verdict, is_broken, is_untestable
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
-BISECT_GOOD, BISECT_BAD, BISECT_SKIP = 0, 1, 125
+# `git bisect run`'s exit codes (its protocol, not the suite's table): good, bad, cannot test, abort (> 127)
+BISECT_GOOD, BISECT_BAD, BISECT_SKIP, BISECT_ABORT = 0, 1, 125, 128
 
 
 @dataclass(frozen=True)
@@ -167,17 +168,6 @@ class ChangeResult:
     note: str = ""
 
 
-def change_kind(before: str, after: str) -> str:
-    """A regression (a passing verdict becomes a failing one: fail, non-strict), a fix (the other way round),
-    or a change (e.g. informational -> pass: what the broker does changed, not whether it conforms)."""
-    old, new = outcome_of(before), outcome_of(after)
-    if old == GOOD and new == BAD:
-        return "regression"
-    if old == BAD and new == GOOD:
-        return "fix"
-    return "change"
-
-
 def first_change(count: int, verdict_of: Callable[[int], tuple[str, str]]) -> ChangeResult:
     """The first build whose verdict differs from the oldest testable build's, assuming one change point
     (old...old new...new). Builds where the case cannot be judged (error, unsupported) are stepped around;
@@ -186,11 +176,11 @@ def first_change(count: int, verdict_of: Callable[[int], tuple[str, str]]) -> Ch
     seen: dict[int, str] = {}
     look = _remembered(verdict_of, seen, result.steps, ChangeStep)
 
-    first = next((i for i in range(count) if look(i) not in UNTESTABLE), None)
+    first = next((i for i in range(count) if not is_untestable(look(i))), None)
     if first is None:
         result.note = "no build could be tested"
         return result
-    last = next((i for i in range(count - 1, first, -1) if look(i) not in UNTESTABLE), None)
+    last = next((i for i in range(count - 1, first, -1) if not is_untestable(look(i))), None)
     reference = seen[first]
     if last is None or seen[last] == reference:
         result.note = (f"the newest testable build still gives {reference}" if last is not None else
@@ -199,7 +189,7 @@ def first_change(count: int, verdict_of: Callable[[int], tuple[str, str]]) -> Ch
 
     def probe(k: int) -> tuple[str, str]:
         verdict = look(first + k)
-        return (SKIP if verdict in UNTESTABLE else GOOD if verdict == reference else BAD), ""
+        return (SKIP if is_untestable(verdict) else GOOD if verdict == reference else BAD), ""
 
     found = search(last - first + 1, probe)
     changed = first + found.first_bad
@@ -210,11 +200,10 @@ def first_change(count: int, verdict_of: Callable[[int], tuple[str, str]]) -> Ch
 
 
 def outcome_of(verdict: str) -> str:
-    if verdict in ("pass", "informational"):
-        return GOOD
-    if verdict in ("fail", "non-strict"):
-        return BAD
-    return SKIP
+    """`git bisect run`'s view of a verdict: bad (a requirement broken), skip (untestable), else good; an
+    unknown verdict is BadResults (exit 12)."""
+    check_verdict(verdict, "the build's record")
+    return BAD if is_broken(verdict) else SKIP if is_untestable(verdict) else GOOD
 
 
 # -- running a case on a build ----------------------------------------------------------------------------------
@@ -259,14 +248,16 @@ class StartedBuild:
             if self.process.poll() is not None:
                 err = (self.process.stderr.read() or b"").decode(errors="replace").strip().splitlines()
                 raise ConformanceError(f"build {self.build.label}: its command exited with "
-                                       f"{self.process.returncode} ({err[-1] if err else 'no output'})", exit_code=7)
+                                       f"{self.process.returncode} ({err[-1] if err else 'no output'})",
+                                       exit_code=EXIT_BROKER_START_FAILED)
             try:
                 with socket.create_connection((address.host, address.port), timeout=0.5):
                     return
             except OSError:
                 if time.monotonic() > deadline:
                     raise ConformanceError(f"build {self.build.label}: nothing listens on {address.host}:"
-                                           f"{address.port} after {timeout:.0f} s", exit_code=7) from None
+                                           f"{address.port} after {timeout:.0f} s",
+                                           exit_code=EXIT_BROKER_START_FAILED) from None
                 time.sleep(0.1)  # bounded-wait-ok: polling a starting process's port with a deadline
 
     def __exit__(self, *exc):
@@ -287,7 +278,8 @@ def run_case_on(build: Build, case, reports_dir: Path, options=None, console=Non
     run directory (`run_id` None); bisect skips it."""
     from ..run.engine import Plan, execute
     from ..options import RunOptions
-    from ..verdict import CaseResult, Verdict
+    from ..results import CaseResult
+    from ..verdict import Verdict
     options = options or RunOptions(workers=0, reports_dir=reports_dir)
     try:
         with StartedBuild(build) as started:

@@ -17,10 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-from ..errors import EXIT_MUST_FAILED, EXIT_OK, ConformanceError, SparkUnavailable, UsageError
+from ..errors import EXIT_MUST_FAILED, EXIT_OK, EXIT_USAGE, ConformanceError, SparkUnavailable, UsageError
 from .. import options as run_options
+from ..results import REGRESSION, atomic_write_text, change_kind, check_verdict, is_broken, is_untestable
 from ..run import selection
-from ..run.directory import atomic_write_text
 
 
 def _spark_options(p) -> None:
@@ -216,7 +216,7 @@ def build_allure(run_dirs: list[Path], out: Path) -> None:
     if proc.returncode != 0 or not (out / "index.html").exists():
         last = (proc.stderr or proc.stdout).strip().splitlines()
         raise ConformanceError(f"allure generate failed ({last[-1] if last else proc.returncode}); see "
-                               "`allure generate --help`", exit_code=2)
+                               "`allure generate --help`", exit_code=EXIT_USAGE)
     _say(f"Allure report: {out / 'index.html'}")
 
 
@@ -243,7 +243,7 @@ def cmd_diff(args) -> int:
 
 
 def cmd_bisect(args) -> int:
-    from .bisect import UNTESTABLE, Build, build_from_arg, change_kind, first_change, load_builds, run_case_on
+    from .bisect import Build, build_from_arg, first_change, load_builds, run_case_on
     from ..clients import LIBRARIES
     client_series = bool(args.series) and args.series in {lib.name for lib in LIBRARIES}
     case = _one_case(args, "client" if client_series else "broker")
@@ -278,13 +278,15 @@ def cmd_bisect(args) -> int:
     def verdict_of(i: int) -> tuple[str, str]:
         """(verdict, source) of the case on build i: from the history when it has a testable one, else a run."""
         build = builds[i]
-        if build.label in known and known[build.label][0] not in ("error", "unsupported"):
+        if build.label in known and not is_untestable(known[build.label][0]):
             verdict, reason = known[build.label]
+            check_verdict(verdict, f"the history's record of {case.id} on {build.label}")
             reasons[i] = f"{verdict} (history): {reason}"
             _say(f"[{i + 1}/{len(builds)}] {build.label}: {verdict} (from the history)")
             return verdict, "history"
         _say(f"[{i + 1}/{len(builds)}] {build.label}: running {case.id}")
         record = run_case_on(build, case, options.reports_dir, options)
+        check_verdict(record["verdict"], f"the record of {case.id} on {build.label}")
         run = f"run {record['run_id']}" if record["run_id"] else "not started"
         reasons[i] = f"{record['verdict']} ({run}): {record['reason']}"
         _say(f"[{i + 1}/{len(builds)}] {build.label}: {record['verdict']} - {record['reason'][:100]}")
@@ -293,7 +295,7 @@ def cmd_bisect(args) -> int:
     result = first_change(len(builds), verdict_of)
     print(f"\nbisect {case.id} over {len(builds)} builds:")
     for step in sorted(result.steps, key=lambda s: s.index):
-        state = "skip" if step.verdict in UNTESTABLE else step.verdict
+        state = "skip" if is_untestable(step.verdict) else step.verdict
         print(f"  {step.index + 1:>3}. {builds[step.index].label:<24} {state:<14} {reasons[step.index][:100]}")
     ran = sum(1 for s in result.steps if s.source == "run")
     counts = f"{ran} run(s), {len(result.steps) - ran} from the history"
@@ -302,7 +304,7 @@ def cmd_bisect(args) -> int:
         return EXIT_MUST_FAILED
     before, after = builds[result.before].label, builds[result.changed].label
     kind = change_kind(result.verdict_before, result.verdict_after)
-    if kind == "regression" and result.verdict_before in ("pass", "informational"):
+    if kind == REGRESSION and not is_broken(result.verdict_before):
         print(f"first failing build: {after}")
     print(f"the verdict of {case.id} changes between {before} and {after}: {result.verdict_before} -> "
           f"{result.verdict_after} ({kind})" + (f"; {result.note}" if result.note else "") + f"; {counts}")
@@ -310,9 +312,10 @@ def cmd_bisect(args) -> int:
 
 
 def cmd_bisect_run(args) -> int:
-    """Exit codes follow `git bisect run`: 0 good, 1 bad, 125 cannot test (never another code)."""
-    from .bisect import BISECT_BAD, BISECT_GOOD, BISECT_SKIP, GOOD, BAD, Build, build_from_arg, outcome_of, \
-        run_case_on
+    """Exit codes follow `git bisect run`: 0 good, 1 bad, 125 cannot test, 128 (abort) for a usage error or a
+    record whose verdict the vocabulary does not know."""
+    from .bisect import BISECT_ABORT, BISECT_BAD, BISECT_GOOD, BISECT_SKIP, GOOD, BAD, Build, build_from_arg, \
+        outcome_of, run_case_on
     try:
         case = _one_case(args)
         options = run_options.from_args(args, workers=0)
@@ -327,7 +330,7 @@ def cmd_bisect_run(args) -> int:
             build = Build(**{**build.__dict__, "label": args.label})
     except ConformanceError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
-        return 128   # git bisect run: > 127 aborts the bisection (a usage error is not a bad commit)
+        return BISECT_ABORT   # > 127 aborts the bisection (a usage error is not a bad commit)
     if args.build_cmd:
         _say(f"building: {args.build_cmd}")
         proc = subprocess.run(args.build_cmd, shell=True)
@@ -335,7 +338,11 @@ def cmd_bisect_run(args) -> int:
             _say(f"build failed (exit {proc.returncode}): skip")
             return BISECT_SKIP
     record = run_case_on(build, case, options.reports_dir, options)
-    outcome = outcome_of(record["verdict"])
+    try:
+        outcome = outcome_of(record["verdict"])
+    except ConformanceError as exc:     # a verdict the vocabulary does not know: abort, never a bad commit
+        print(f"error: {exc.message}", file=sys.stderr)
+        return BISECT_ABORT
     _say(f"{build.label}: {case.id} {record['verdict']} - {record['reason'][:120]}")
     return {GOOD: BISECT_GOOD, BAD: BISECT_BAD}.get(outcome, BISECT_SKIP)
 

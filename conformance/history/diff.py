@@ -2,7 +2,9 @@
 
 A side is a run directory (or the id of one under reports/runs/), read directly; or `broker@version`, whose
 latest verdict per case comes from the history (Spark). Cases are matched by (case, broker) when both sides
-share brokers, by case alone when each side is one broker (comparing two versions or two products).
+share brokers, by case alone when each side is one broker (comparing two versions or two products). Each
+change is classified by `conformance.results.change_kind` (the report and `bisect` use the same table), and a
+record with a verdict the vocabulary does not know is refused (`BadResults`, exit 12) as every reader refuses it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadResults, UsageError
-from ..run.directory import read_records
-from .analysis import classify_change
+from ..results import CHANGED, FIX, REGRESSION, RESULTS_FILE, change_kind, read_records
 
 _COLUMN = re.compile(r"^(?P<broker>[^@/\s]+)@(?P<version>[^@/\s]+)$")
 
@@ -41,7 +42,7 @@ class DiffResult:
 
     @property
     def regressed(self) -> bool:
-        return bool(self.of_kind("regression"))
+        return bool(self.of_kind(REGRESSION))
 
 
 def is_column(spec: str) -> bool:
@@ -55,10 +56,10 @@ def side_from_run(spec: str, reports_dir: Path) -> Side:
     if not path.exists():
         raise UsageError(f"{spec!r} is neither a run directory, a run id under {reports_dir}/runs, nor "
                          "broker@version; see `amqp-conformance diff --help`")
-    if not (path / "results.jsonl").exists():
-        raise BadResults(f"{path} has no results.jsonl; pass a run directory (reports/runs/<id>)")
+    if not (path / RESULTS_FILE).exists():
+        raise BadResults(f"{path} has no {RESULTS_FILE}; pass a run directory (reports/runs/<id>)")
     verdicts: dict[tuple[str, str], tuple[str, str]] = {}
-    for record in sorted(read_records(path / "results.jsonl"), key=lambda r: r.get("started_at") or ""):
+    for record in sorted(read_records(path / RESULTS_FILE), key=lambda r: r.get("started_at") or ""):
         verdicts[(record["case_id"], record["broker"])] = (record["verdict"], record.get("reason") or "")
     return Side(str(path), verdicts)
 
@@ -94,14 +95,14 @@ def compare(a: Side, b: Side) -> DiffResult:
         (before, _), (after, reason) = ka[key], kb[key]
         if before != after:
             case_id, broker = (key, next(iter(b.brokers))) if isinstance(key, str) else key
-            result.rows.append({"kind": classify_change(before, after), "case_id": case_id, "broker": broker,
+            result.rows.append({"kind": change_kind(before, after), "case_id": case_id, "broker": broker,
                                 "before": before, "after": after, "reason": reason})
     return result
 
 
 def format_diff(result: DiffResult) -> str:
     lines = [f"diff {result.a} -> {result.b}"]
-    for kind, title in (("regression", "regressions"), ("fix", "fixes"), ("change", "other changes")):
+    for kind, title in ((REGRESSION, "regressions"), (FIX, "fixes"), (CHANGED, "other changes")):
         rows = result.of_kind(kind)
         lines.append(f"\n{title} ({len(rows)})")
         for r in rows:
@@ -110,6 +111,6 @@ def format_diff(result: DiffResult) -> str:
     if result.only_a or result.only_b:
         lines.append(f"\nonly in A: {len(result.only_a)}   only in B: {len(result.only_b)}")
     verdict = "REGRESSED" if result.regressed else "no regression"
-    lines.append(f"\n{verdict}: {len(result.of_kind('regression'))} regression(s), "
-                 f"{len(result.of_kind('fix'))} fix(es), {len(result.of_kind('change'))} other change(s)")
+    lines.append(f"\n{verdict}: {len(result.of_kind(REGRESSION))} regression(s), "
+                 f"{len(result.of_kind(FIX))} fix(es), {len(result.of_kind(CHANGED))} other change(s)")
     return "\n".join(lines)

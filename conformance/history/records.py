@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import BadResults
-from ..verdict import VERDICTS   # the vocabulary is defined once, in conformance.verdict
+from ..results import check_lines
 from . import summary as _summary
 
 
@@ -239,20 +239,3 @@ def _first_record_has_run_id(run_dir: Path) -> bool:
             if line.strip():
                 return '"run_id"' in line
     return True
-
-
-def check_lines(path: Path) -> None:
-    """Raise BadResults naming the first line of `path` that is not a complete case record."""
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for number, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                raise BadResults(f"{path}:{number} is cut off or corrupted; delete that line (an interrupted "
-                                 "write) or re-run the case") from None
-            if not isinstance(record, dict) or not record.get("case_id") or not record.get("broker") \
-                    or record.get("verdict") not in VERDICTS:
-                raise BadResults(f"{path}:{number} is not a case record (needs case_id, broker and a known "
-                                 "verdict); delete that line or re-run the case") from None

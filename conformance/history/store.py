@@ -33,11 +33,10 @@ from typing import Callable, Iterable
 from filelock import FileLock, Timeout
 
 from ..errors import BadResults
-from ..run.directory import count_records, read_records
+from ..results import RESULTS_FILE, check_lines, count_records, read_records, transcript_stem
 from . import summary as _summary
 from .records import (CASE_FACTS, RECORD_COLUMNS, RECORD_SCHEMA, STORED_SCHEMA, WRITTEN_COLUMNS,  # noqa: F401
-                      check_lines, read_records_of, write_records, write_summary, writer)
-from ..verdict import VERDICTS  # noqa: F401  (re-exported: the vocabulary is defined in conformance.verdict)
+                      read_records_of, write_records, write_summary, writer)
 
 # Compaction: a size tier (digits of the record count) holding this many batches is merged into one.
 COMPACT_FANIN = 10
@@ -390,15 +389,14 @@ class History:
 
     @staticmethod
     def _write_ladders(metas: dict[str, tuple[Path, dict]], staging: Path) -> int:
-        from ..run.directory import _safe
         count = 0
         with open(staging / "ladders.jsonl", "w", encoding="utf-8") as out:
             for run_id, (run_dir, _) in metas.items():
                 transcripts = run_dir / "transcripts"
                 if not transcripts.is_dir() or not any(transcripts.glob("*.txt")):
                     continue
-                for record in read_records(run_dir / "results.jsonl"):
-                    stem = _safe(f"{record['case_id']}__{record['broker']}")
+                for record in read_records(run_dir / RESULTS_FILE):
+                    stem = transcript_stem(record["case_id"], record["broker"])
                     path = transcripts / f"{stem}.txt"
                     if path.exists():
                         out.write(json.dumps({"run_id": run_id, "case_id": record["case_id"],

@@ -13,6 +13,10 @@ import json
 import random
 from pathlib import Path
 
+from ..verdict import Verdict
+
+_P, _F, _N, _I = (v.value for v in (Verdict.PASS, Verdict.FAIL, Verdict.NON_STRICT, Verdict.INFORMATIONAL))
+
 BROKERS = {
     "synthetic-a": ("SynthMQ", ["1.0.0", "1.1.0", "1.2.0", "2.0.0"]),
     "synthetic-b": ("OtherMQ", ["0.9", "0.10", "0.11"]),
@@ -37,15 +41,15 @@ def write_synthetic_runs(dest: Path, n_records: int, records_per_run: int = 10_0
         for k, (broker, _, version) in enumerate(columns):
             roll = rng.random()
             if roll < 0.06:
-                verdict_of[ci, k] = ("fail",)
+                verdict_of[ci, k] = (_F,)
             elif roll < 0.09:
-                verdict_of[ci, k] = ("non-strict",)
+                verdict_of[ci, k] = (_N,)
             elif roll < 0.11:
-                verdict_of[ci, k] = ("pass", "fail")           # flaky
+                verdict_of[ci, k] = (_P, _F)           # flaky
             elif roll < 0.13:
-                verdict_of[ci, k] = ("informational",)
+                verdict_of[ci, k] = (_I,)
             else:
-                verdict_of[ci, k] = ("pass",)
+                verdict_of[ci, k] = (_P,)
     encoded = [{key: json.dumps(value) for key, value in c.items()} for c in cases]
     runs_dir = Path(dest) / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -111,7 +115,7 @@ def write_matrix_run(dest: Path, index: int, seed: int = 11) -> Path:
     for k, (broker, product, version) in enumerate(columns):
         for ci, c in enumerate(cases):
             at = (started + _dt.timedelta(seconds=k * len(cases) + ci)).isoformat()
-            verdict = "fail" if rng.random() < 0.08 else "pass"
+            verdict = _F if rng.random() < 0.08 else _P
             lines.append(json.dumps({
                 "run_id": run_id, **c, "verdict": verdict, "reason": f"matrix run {index}: {verdict}",
                 "violated": None, "broker": broker, "broker_product": product, "broker_version": version,

@@ -3,6 +3,6 @@
 
 from .html import render_html
 from .markdown import render_markdown
-from .model import example_model, validate_model
+from .model import validate_model
 
-__all__ = ["render_html", "render_markdown", "example_model", "validate_model"]
+__all__ = ["render_html", "render_markdown", "validate_model"]

@@ -19,7 +19,8 @@ from typing import Iterable
 from .clients import render_client_matrix
 from ..verdict import BROKEN, HTML_COLOUR, MEANING, Verdict
 from .producers import render_producers_html
-from .model import JUDGED_VERDICTS, LEVELS, VERDICTS, validate_model
+from ..verdict import JUDGED as JUDGED_VERDICTS, VERDICTS
+from .model import LEVELS, validate_model
 from .traffic import render_traffic_html
 
 _STATIC = files("conformance.report") / "static"
@@ -422,7 +423,8 @@ def render_selfcheck(model: dict, anchors: Anchors) -> str:
         for fault in check["faults"]:
             flips = " ".join((anchors.link(f["case_id"]) if known is None or f["case_id"] in known
                               else esc(f["case_id"])) + " " + verdict_badge(f["to"]) for f in fault["flipped"])
-            caught = verdict_badge("pass", "caught") if fault["detected"] else verdict_badge("fail", "missed")
+            caught = verdict_badge(Verdict.PASS, "caught") if fault["detected"] else \
+                verdict_badge(Verdict.FAIL, "missed")
             rows.append(f'<tr><td class="mono">{esc(fault["name"])}</td><td class="mono">'
                         f'{esc(fault["requirement"] or "")}</td><td>{level_badge(fault["level"] or "")}</td>'
                         f'<td>{caught}</td><td>{flips or "–"}</td></tr>')

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .model import VERDICTS, validate_model
+from ..verdict import VERDICTS, Verdict
+from .model import validate_model
 from .producers import render_producers_markdown
 from .traffic import render_traffic_markdown
 
@@ -68,7 +69,7 @@ def render_markdown(model: dict) -> str:
     out += render_unfinished(model)
 
     titles = {c["id"]: c["title"] for c in model["cases"]}
-    fails = [c for c in model["cells"] if c["verdict"] == "fail"]
+    fails = [c for c in model["cells"] if c["verdict"] == Verdict.FAIL]
     out += ["", f"### MUST failures ({len(fails)})", ""]
     lines = []
     for cell in sorted(fails, key=lambda c: (c["column"], c["case_id"])):

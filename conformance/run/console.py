@@ -23,7 +23,8 @@ import time
 from collections import Counter, defaultdict
 from typing import TextIO
 
-from ..verdict import ANSI_COLOUR as COLOURS, VERDICTS as ORDER
+from ..errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED
+from ..verdict import ANSI_COLOUR as COLOURS, VERDICTS as ORDER, Verdict, exit_code
 WIDTH = max(len(v) for v in ORDER)
 
 
@@ -72,10 +73,10 @@ class Console:
         self._draw_bar()
 
     def case_line(self, record: dict) -> str:
-        verdict = record.get("verdict", "error")
+        verdict = record.get("verdict", Verdict.ERROR.value)
         head = (f"{self._paint(verdict, f'{verdict:<{WIDTH}}')}  {record.get('case_id', '?'):<9} "
                 f"{record.get('broker', '?'):<{self._label_width}} {record.get('duration_s') or 0:>6.2f} s")
-        if verdict == "pass":
+        if verdict == Verdict.PASS:
             return head
         text = deciding_reason(record)
         if self.live:
@@ -202,13 +203,12 @@ def other_findings(record: dict) -> list[str]:
 
 def exit_line(records: list[dict]) -> str:
     """What the exit code will say, in words."""
-    from .engine import exit_code
     code = exit_code(records)
-    errors = sum(1 for r in records if r.get("verdict") == "error")
-    must = sum(1 for r in records if r.get("verdict") == "fail" and r.get("level") == "MUST")
-    if code == 14:
-        return (f"exit 14: {errors} case{'s' if errors != 1 else ''} ended in error: the run broke there, so the "
-                "verdicts are incomplete (see the reasons above)")
-    if code == 1:
-        return f"exit 1: {must} MUST-level case{'s' if must != 1 else ''} failed"
-    return "exit 0: no MUST-level case failed"
+    if code == EXIT_CASE_ERROR:
+        errors = sum(1 for r in records if r.get("verdict") == Verdict.ERROR)
+        return (f"exit {code}: {errors} case{'s' if errors != 1 else ''} ended in error: the run broke there, so "
+                "the verdicts are incomplete (see the reasons above)")
+    if code == EXIT_MUST_FAILED:
+        must = sum(1 for r in records if r.get("verdict") == Verdict.FAIL and r.get("level") == "MUST")
+        return f"exit {code}: {must} MUST-level case{'s' if must != 1 else ''} failed"
+    return f"exit {code}: no MUST-level case failed"

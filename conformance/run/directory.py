@@ -1,6 +1,7 @@
 """A run on disk: the run directory, one JSON record per case, transcripts and ladders.
 
-This module owns the on-disk layout (documented in docs/results.md):
+This module owns the run directory's layout (documented in docs/results.md); the record, its line, reading
+results.jsonl and writing a file atomically are `conformance.results`'s:
 
     <reports>/runs/<run-id>/run.json            run metadata (suite version, git revision, brokers, options,
                                                 how many case x broker pairs were scheduled, when it finished)
@@ -20,7 +21,6 @@ import datetime as _dt
 import json
 import os
 import platform
-import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -29,8 +29,9 @@ from filelock import FileLock
 
 from .. import __version__
 from ..errors import BadResults
-from ..verdict import CaseResult
 from ..options import default_reports_dir
+from ..results import (RESULTS_FILE, CaseResult, append_line, atomic_write_json, count_records, read_records,
+                       transcript_stem)
 
 
 def new_run_id(now: _dt.datetime | None = None) -> str:
@@ -47,16 +48,12 @@ def git_revision() -> str | None:
         return None
 
 
-def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
-
-
 class RunDirectory:
     """A run's directory: create it, add records, finish it. Safe for concurrent writers (xdist)."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.results_file = self.path / "results.jsonl"
+        self.results_file = self.path / RESULTS_FILE
         self.meta_file = self.path / "run.json"
         self._lock = FileLock(str(self.path / ".lock"), timeout=30)
         self._run_id: str | None = None
@@ -86,7 +83,7 @@ class RunDirectory:
                     "brokers": {},
                     **metadata,
                 }
-                _atomic_write_json(run.meta_file, meta, strict=True)
+                atomic_write_json(run.meta_file, meta, strict=True)
         return run
 
     @property
@@ -107,7 +104,7 @@ class RunDirectory:
                     meta[key].update(value)
                 else:
                     meta[key] = value
-            _atomic_write_json(self.meta_file, meta, strict=True)
+            atomic_write_json(self.meta_file, meta, strict=True)
 
     def read_meta(self) -> dict:
         try:
@@ -119,22 +116,16 @@ class RunDirectory:
             raise BadResults(f"{self.meta_file} is corrupted ({exc.msg} at line {exc.lineno}); "
                              "remove the run directory or re-run") from None
 
-    def record(self, result: CaseResult, line: str | None = None) -> None:
-        """Append `result` (as `line`, its record serialised by the pipeline, when given) and write its
+    def record(self, result: CaseResult, line: str) -> None:
+        """Append `line` (`result`'s record as `conformance.results.record_line` serialised it) and write its
         transcripts."""
-        stem = _safe(f"{result.case_id}__{result.broker}")
+        stem = transcript_stem(result.case_id, result.broker)
         if result.transcripts:
-            _atomic_write_json(self.path / "transcripts" / f"{stem}.json", result.transcripts)
+            atomic_write_json(self.path / "transcripts" / f"{stem}.json", result.transcripts)
         if result.ladders:
             (self.path / "transcripts" / f"{stem}.txt").write_text("\n\n".join(result.ladders), "utf-8")
-        if line is None:
-            line = json.dumps({"run_id": self.run_id, **result.to_record()}, sort_keys=True, default=str)
-        line = line.rstrip("\n") + "\n"
         with self._lock:
-            with open(self.results_file, "a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+            append_line(self.results_file, line)
 
     def finish(self, stopped: str | None = None) -> bool:
         """The run ended: `finished_at` is set when every scheduled pair has its record (or nothing was
@@ -158,49 +149,10 @@ class RunDirectory:
 
     def drop_transcripts(self, case_id: str, broker: str) -> None:
         """Remove the transcript files of one record (selfcheck keeps only those whose verdict changed)."""
-        stem = _safe(f"{case_id}__{broker}")
+        stem = transcript_stem(case_id, broker)
         for suffix in (".json", ".txt"):
             (self.path / "transcripts" / f"{stem}{suffix}").unlink(missing_ok=True)
 
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat()
-
-
-def count_records(path: Path) -> int:
-    """How many non-empty lines results.jsonl holds (0 when it does not exist); nothing is parsed."""
-    try:
-        with open(path, "rb") as fh:
-            return sum(1 for line in fh if line.strip())
-    except FileNotFoundError:
-        return 0
-
-
-def read_records(path: Path) -> list[dict]:
-    """Read results.jsonl; a line cut off by an interruption is reported, not guessed at."""
-    records = []
-    try:
-        lines = Path(path).read_text("utf-8").splitlines()
-    except FileNotFoundError:
-        return records
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise BadResults(f"{path}:{number} is cut off or corrupted; delete that line (an interrupted write) "
-                             "or re-run the case") from None
-    return records
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `path` whole or not at all (a reader never sees half a file)."""
-    tmp = path.with_name(path.name + f".tmp-{os.getpid()}")
-    tmp.write_text(text, "utf-8")
-    os.replace(tmp, path)
-
-
-def _atomic_write_json(path: Path, data: Any, *, strict: bool = False) -> None:
-    """strict: refuse NaN and infinities (run.json must be valid JSON for every reader)."""
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str, allow_nan=not strict))

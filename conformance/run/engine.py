@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,8 +35,9 @@ import pytest
 
 from ..errors import ConformanceError, RunBroken, UsageError
 from ..verdict import exit_code  # noqa: F401  (a finished run's exit code; console and tests import it here)
-from .directory import RunDirectory, read_records
+from .directory import RunDirectory
 from ..options import RunOptions
+from ..results import RESULTS_FILE, parse_line, read_records, record_line
 from .items import CASES_NODEID, PIPELINE, SUITE_DIR, CaseItem
 from .targets import Brokers, Target
 
@@ -262,10 +262,7 @@ class Pipeline:
 
     def _keep(self, result) -> None:
         """Serialise the record once: the line results.jsonl gets is the one the controller reads."""
-        record = result.to_record()
-        if self.run is not None:
-            record = {"run_id": self.run.run_id, **record}
-        self._current = json.dumps(record, sort_keys=True, default=str)
+        self._current = record_line(result, self.run.run_id if self.run is not None else None)
         if self.run is not None:
             self.run.record(result, self._current)
 
@@ -325,7 +322,8 @@ class Pipeline:
     def _broken(self, item, report) -> dict | None:
         """An error record for a pair whose test broke outside the case (e.g. its broker could not be
         attached in this worker), so that every scheduled pair has a record."""
-        from ..verdict import CaseResult, Verdict
+        from ..results import CaseResult
+        from ..verdict import Verdict
         case, label = item.case, item.label
         reason = (report.longreprtext.strip().splitlines() or ["no message"])[-1]
         result = CaseResult(case.id, case.title, case.section, case.level, list(case.requirements),
@@ -337,7 +335,7 @@ class Pipeline:
         line = getattr(report, "amqp_record", None)
         if line is None or self._worker:
             return
-        record = json.loads(line)
+        record = parse_line(line, "a worker's record")
         self.records.append(record)
         if self.console is not None:
             self.console.case(record)
@@ -379,7 +377,7 @@ def expected_durations(reports_dir: Path, exclude: Path | None = None, look_back
         return found
     for run_dir in dirs:
         with contextlib.suppress(Exception):
-            for record in read_records(run_dir / "results.jsonl"):
+            for record in read_records(run_dir / RESULTS_FILE):
                 key = f"{record['broker']} {record['case_id']}"
                 if key not in found and isinstance(record.get("duration_s"), (int, float)):
                     found[key] = float(record["duration_s"])

@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 
+from ..errors import EXIT_OK, EXIT_PORT_IN_USE
 from .broker import BrokerConfig, Faults
 from .listener import ReferenceBroker
 
@@ -56,11 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: cannot listen on 127.0.0.1:{args.port} ({exc.strerror}); pick another --port",
               file=sys.stderr)
-        return 9
+        return EXIT_PORT_IN_USE
     print(f"reference broker listening on {broker.url}", flush=True)
     stop.wait()
     broker.stop()
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -29,8 +29,8 @@ from .. import __version__
 from ..errors import (EXIT_MUST_FAILED, EXIT_OK, BadResults, CaptureEncrypted, CaptureWithoutAmqp,
                       NotACapture)
 from ..report.traffic import render_traffic_page, rows_from_findings
-from ..run.directory import atomic_write_text
-from .judge import CLIENT, SERVER, ConnectionJudge, Finding
+from ..results import atomic_write_text
+from .judge import CLIENT, DECODE_LEVEL, SERVER, ConnectionJudge, Finding
 from .pcap import streams
 
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap")
@@ -47,7 +47,7 @@ class CheckResult:
         return [f for c in self.connections for f in c.findings]
 
     def exit_code(self) -> int:
-        return EXIT_MUST_FAILED if any(f.level in ("MUST", "error") for f in self.findings) else EXIT_OK
+        return EXIT_MUST_FAILED if any(f.level in ("MUST", DECODE_LEVEL) for f in self.findings) else EXIT_OK
 
 
 def expand(paths: Iterable[str | Path]) -> list[Path]:

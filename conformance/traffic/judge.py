@@ -24,6 +24,7 @@ import struct
 from dataclasses import dataclass, field
 
 from ..model.oracle import IN, OUT, FlowOracle
+from ..verdict import Verdict
 from ..peer.ladder import summarize
 from ..wire import DecodeError, Frame, FrameDecoder, ProtocolHeader
 from ..wire.frames import PROTOCOL_TLS, SASL_FRAME, decode_frame
@@ -31,6 +32,7 @@ from ..wire.frames import PROTOCOL_TLS, SASL_FRAME, decode_frame
 CLIENT, SERVER = "client", "server"
 SIDES = (CLIENT, SERVER)
 DECODE_ERROR = "decode-error"          # the requirement column of a finding for bytes that are no frame
+DECODE_LEVEL = Verdict.ERROR.value     # its level: the judging broke there, as an error verdict says
 UNKNOWN = "unknown"
 
 _HEADER = struct.Struct(">IBBH")
@@ -241,7 +243,7 @@ class ConnectionJudge:
             items = self.streams[side].feed(data)
         except DecodeError as exc:
             self.stopped = f"{side} sent bytes that are no AMQP frame at stream offset {exc.offset}: {exc}"
-            finding = self._finding(side, DECODE_ERROR, "error", "undecodable bytes", str(exc))
+            finding = self._finding(side, DECODE_ERROR, DECODE_LEVEL, "undecodable bytes", str(exc))
             self.findings.append(finding)
             return [finding]
         if self.on_items is not None and items:

@@ -133,7 +133,7 @@ def _judge_packed(batches):
         jsons: list = []
         for conn, blob in zip(pdf["conn"], pdf["blob"]):
             if conn == _ERROR:
-                kinds.append("error")
+                kinds.append("unreadable")
                 jsons.append(bytes(blob).decode())
                 continue
             if conn != state["conn"]:
@@ -232,7 +232,7 @@ def judge_on_spark(spark, paths, partitions: int | None = None) -> tuple[list[di
         else:
             spark.conf.set(batch, before)
     t2 = time.perf_counter()
-    errors = [json.loads(r["json"]) for r in out if r["kind"] == "error"]
+    errors = [json.loads(r["json"]) for r in out if r["kind"] == "unreadable"]
     if errors:
         raise getattr(_errors, errors[0]["error"], NotACapture)(errors[0]["message"])
     summaries = [json.loads(r["json"]) for r in out if r["kind"] == "connection"]

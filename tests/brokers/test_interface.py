@@ -19,13 +19,6 @@ PACKAGE = Path(brokers.__file__).resolve().parents[1]
 MEMBERS = [name for name in dir(BrokerProtocol) if not name.startswith("_")] + ["name", "product", "version"]
 
 
-@pytest.fixture(scope="module")
-def reference():
-    broker = ReferenceBrokerHandle()
-    yield broker
-    broker.stop()
-
-
 def _check(handle) -> None:
     assert isinstance(handle, Broker)
     for member in MEMBERS:
@@ -46,20 +39,20 @@ def test_url_and_managed_handles_implement_the_interface():
     _check(BrokerHandle("x", "amqp://127.0.0.1:1", load_profile("generic")))
 
 
-def test_reference_broker_implements_the_interface(reference):
-    _check(reference)
-    assert reference.has_hook("memory_alarm") and not reference.has_hook("no_such_hook")
+def test_reference_broker_implements_the_interface(reference_broker):
+    _check(reference_broker)
+    assert reference_broker.has_hook("memory_alarm") and not reference_broker.has_hook("no_such_hook")
 
 
-def test_proxied_broker_implements_the_interface_and_keeps_the_brokers_side(reference):
-    proxied = ProxiedBroker(reference, None)
+def test_proxied_broker_implements_the_interface_and_keeps_the_brokers_side(reference_broker):
+    proxied = ProxiedBroker(reference_broker, None)
     try:
         _check(proxied)
-        assert proxied.url != reference.url and proxied.lock_key == reference.lock_key
-        assert proxied.name == reference.name and proxied.product == reference.product
+        assert proxied.url != reference_broker.url and proxied.lock_key == reference_broker.lock_key
+        assert proxied.name == reference_broker.name and proxied.product == reference_broker.product
         queue = proxied.unique_queue()
         proxied.preload(queue, 2)
-        assert proxied.queue_depth(queue) == reference.queue_depth(queue) == 2
+        assert proxied.queue_depth(queue) == reference_broker.queue_depth(queue) == 2
     finally:
         proxied.stop_proxy()
 
@@ -73,7 +66,7 @@ def test_a_missing_hook_is_a_broker_level_error():
     assert not isinstance(info.value, CaseConclusion), "the broker layer does not conclude cases"
 
 
-def test_a_missing_hook_is_unsupported_for_the_case(reference):
+def test_a_missing_hook_is_unsupported_for_the_case(reference_broker):
     """The runner maps HookUnsupported to the verdict `unsupported`."""
     from conformance.cases import load_all
     from conformance.casekit.executor import run_case

@@ -73,20 +73,13 @@ MODEL_DECIDES = {
 }
 
 
-@pytest.fixture(scope="module")
-def good_broker():
-    broker = ReferenceBrokerHandle()
-    yield broker
-    broker.stop()
-
-
 def test_every_case_has_a_failing_self_test():
     assert set(FAILING) == set(CASES), f"cases without a failing self-test: {set(CASES) - set(FAILING)}"
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
-def test_case_against_a_correct_broker(case_id, good_broker):
-    result = run_case(CASES[case_id], good_broker, OPTIONS)
+def test_case_against_a_correct_broker(case_id, reference_broker):
+    result = run_case(CASES[case_id], reference_broker, OPTIONS)
     expected = "informational" if case_id in INFORMATIONAL else "pass"
     assert result.verdict.value == expected, f"{case_id}: {result.verdict.value}: {result.reason}"
     assert result.transcripts, "every result carries its transcript"

@@ -17,7 +17,6 @@ from conformance.cases import load_all
 from conformance.model.oracle import FlowOracle
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.handle import ReferenceBrokerHandle
 from conformance.wire import Attach, Begin, Detach, End, Flow, Frame, FrameDecoder, Transfer
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
@@ -70,13 +69,6 @@ def frames_of(transcript: dict) -> list[tuple[str, Frame]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def good_broker():
-    broker = ReferenceBrokerHandle()
-    yield broker
-    broker.stop()
-
-
 def test_deliberate_violations_name_must_or_should_requirements():
     for spec in CASES.values():
         for rid in spec.deliberate:
@@ -84,9 +76,9 @@ def test_deliberate_violations_name_must_or_should_requirements():
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
-def test_our_frames_break_only_what_the_case_declares(case_id, good_broker):
+def test_our_frames_break_only_what_the_case_declares(case_id, reference_broker):
     spec = CASES[case_id]
-    result = run_case(spec, good_broker, OPTIONS)
+    result = run_case(spec, reference_broker, OPTIONS)
     assert result.transcripts, f"{case_id}: {result.verdict.value}: {result.reason}"
     broken = [(rid, f"connection {n + 1}: {detail}") for n, t in enumerate(result.transcripts)
               for rid, detail in own_violations(frames_of(t)) if rid not in spec.deliberate]

@@ -10,7 +10,8 @@ from conformance import catalogue
 from conformance.casekit import spec as casespec
 from conformance.casekit.findings import Finding, Source, ordered, verdict_of
 from conformance.model import emitted_requirement_ids
-from conformance.verdict import SEVERITY, VERDICT_FOR_LEVEL, CaseResult, Verdict
+from conformance.results import CaseResult
+from conformance.verdict import SEVERITY, VERDICT_FOR_LEVEL, Verdict
 
 MUST = "2.6.7/no-send-without-credit"
 SHOULD = next(r.id for r in catalogue.load().values() if r.level == "SHOULD")

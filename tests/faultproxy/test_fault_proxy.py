@@ -11,7 +11,6 @@ from conformance.faultproxy.handle import ProxiedBroker, url_via
 from conformance.faultproxy.proxy import _Splitter
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.handle import ReferenceBrokerHandle
 from conformance.wire import AMQP_HEADER, SASL_HEADER, TLS_HEADER, Open, SaslInit, Symbol, encode_frame
 from conformance.wire.frames import SASL_FRAME
 
@@ -28,13 +27,6 @@ TARGETS = {
     "transfer-beyond-credit": ("2.6.8/1", "fail", ("2.6.7/no-send-without-credit",)),
     "alarm-drops-connection": ("2.5.6/4", "fail", ("2.4.3/close-frame-first",)),   # dropped without a close frame
 }
-
-
-@pytest.fixture(scope="module")
-def reference():
-    broker = ReferenceBrokerHandle()
-    yield broker
-    broker.stop()
 
 
 def test_every_fault_has_a_target_case():
@@ -62,9 +54,9 @@ def test_url_via_keeps_credentials_and_vhost():
 
 
 @pytest.mark.parametrize("case_id", ["2.6.8/1", "2.6.7/3", "2.5.6/1", "2.7.5/2", "2.7.4/3", "2.6.10/1"])
-def test_proxy_without_fault_is_transparent(case_id, reference):
-    direct = run_case(CASES[case_id], reference, OPTIONS)
-    proxied = ProxiedBroker(reference, None)
+def test_proxy_without_fault_is_transparent(case_id, reference_broker):
+    direct = run_case(CASES[case_id], reference_broker, OPTIONS)
+    proxied = ProxiedBroker(reference_broker, None)
     try:
         through = run_case(CASES[case_id], proxied, OPTIONS)
     finally:
@@ -86,9 +78,9 @@ def test_proxy_without_fault_is_transparent(case_id, reference):
 
 
 @pytest.mark.parametrize("fault", list(TARGETS))
-def test_fault_flips_its_target_case(fault, reference):
+def test_fault_flips_its_target_case(fault, reference_broker):
     case_id, verdict, requirements = TARGETS[fault]
-    proxied = ProxiedBroker(reference, fault)
+    proxied = ProxiedBroker(reference_broker, fault)
     try:
         result = run_case(CASES[case_id], proxied, OPTIONS)
     finally:
@@ -98,9 +90,9 @@ def test_fault_flips_its_target_case(fault, reference):
     assert proxied.proxy.stats.rewritten + proxied.proxy.stats.drops > 0 and proxied.proxy.stats.errors == 0
 
 
-def test_stopping_the_proxy_ends_its_connections(reference):
+def test_stopping_the_proxy_ends_its_connections(reference_broker):
     from conformance.peer import Peer, Timeouts
-    proxy = MutantProxy("127.0.0.1", reference.server.port).start()
+    proxy = MutantProxy("127.0.0.1", reference_broker.server.port).start()
     peer = Peer.connect(f"amqp://127.0.0.1:{proxy.port}", timeouts=Timeouts(frame=2.0, connect=2.0))
     peer.handshake(sasl="ANONYMOUS")
     proxy.stop()

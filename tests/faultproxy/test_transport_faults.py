@@ -18,13 +18,6 @@ OPTIONS = RunOptions(frame_timeout=1.5, quiet_period=0.25, connect_timeout=2.0)
 CASES = load_all()
 
 
-@pytest.fixture(scope="module")
-def reference():
-    broker = ReferenceBrokerHandle()
-    yield broker
-    broker.stop()
-
-
 def _through(broker, transport, case_id, fault=None):
     proxied = ProxiedBroker(broker, fault, transport=transport)
     try:
@@ -34,11 +27,11 @@ def _through(broker, transport, case_id, fault=None):
 
 
 @pytest.mark.parametrize("case_id", ["2.6.8/1", "2.6.7/9", "2.6.10/1"])
-def test_a_slow_network_changes_no_verdict(case_id, reference):
+def test_a_slow_network_changes_no_verdict(case_id, reference_broker):
     """200 ms each way: absence checks ("nothing more arrives") still hold, and still catch a broker that
     sends one transfer too many (its extra transfer arrives a round trip later, within the quiet period)."""
     slow = Transport("delay-200ms", delay=0.2)
-    assert _through(reference, slow, case_id)[0].verdict.value == run_case(CASES[case_id], reference, OPTIONS).verdict.value
+    assert _through(reference_broker, slow, case_id)[0].verdict.value == run_case(CASES[case_id], reference_broker, OPTIONS).verdict.value
     faulty = ReferenceBrokerHandle(Faults(extra_transfers=1))
     try:
         direct = run_case(CASES[case_id], faulty, OPTIONS)
@@ -51,20 +44,20 @@ def test_a_slow_network_changes_no_verdict(case_id, reference):
 
 @pytest.mark.parametrize("kind", ["reset", "stall"])
 @pytest.mark.parametrize("case_id", ["2.6.8/1", "2.6.7/1", "2.6.7/3"])
-def test_a_reset_or_stall_mid_case_is_error(kind, case_id, reference):
+def test_a_reset_or_stall_mid_case_is_error(kind, case_id, reference_broker):
     transport = Transport(kind, reset=kind == "reset", stall=kind == "stall")
-    result, stats = _through(reference, transport, case_id)
+    result, stats = _through(reference_broker, transport, case_id)
     assert (stats.resets if kind == "reset" else stats.stalls) >= 1, "the fault fired"
     assert result.verdict.value == "error", f"{kind}: {result.verdict.value}: {result.reason}"
     assert result.violated is None
 
 
-def test_a_broker_that_stops_answering_mid_case_is_error_within_the_frame_timeout_and_a_second(reference):
+def test_a_broker_that_stops_answering_mid_case_is_error_within_the_frame_timeout_and_a_second(reference_broker):
     """Issue #11: a broker that stops answering mid-case gives `error` within --frame-timeout plus a small
     bound. The wait that runs out costs the frame timeout; our close after it is given STILL_SILENT, not a
     second frame timeout (before: 2 x 2.0 s and more)."""
     options = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
-    proxied = ProxiedBroker(reference, None, transport=Transport("stall", stall=True))
+    proxied = ProxiedBroker(reference_broker, None, transport=Transport("stall", stall=True))
     try:
         result = run_case(CASES["2.6.8/1"], proxied, options)
     finally:
@@ -74,10 +67,10 @@ def test_a_broker_that_stops_answering_mid_case_is_error_within_the_frame_timeou
     assert options.frame_timeout <= result.duration_s < options.frame_timeout + 1.6, result.duration_s
 
 
-def test_the_queues_of_a_stalled_case_are_not_deleted(reference, monkeypatch):
+def test_the_queues_of_a_stalled_case_are_not_deleted(reference_broker, monkeypatch):
     """Deleting a case's queues on a broker that stopped answering cost a frame timeout and the 1-s probe per
     queue (2.5.6/3 on a SIGSTOPped rabbitmq-4.0: 9.0 s at --frame-timeout 2); after a stall they are left."""
-    proxied = ProxiedBroker(reference, None, transport=Transport("stall", stall=True))
+    proxied = ProxiedBroker(reference_broker, None, transport=Transport("stall", stall=True))
     deleted = []
     monkeypatch.setattr(proxied, "delete_queue", deleted.append)
     try:
@@ -85,7 +78,7 @@ def test_the_queues_of_a_stalled_case_are_not_deleted(reference, monkeypatch):
     finally:
         proxied.stop_proxy()
     assert stalled.verdict.value == "error" and deleted == [], (stalled.reason, deleted)
-    healthy = ProxiedBroker(reference, None)
+    healthy = ProxiedBroker(reference_broker, None)
     monkeypatch.setattr(healthy, "delete_queue", deleted.append)
     try:
         run_case(CASES["2.6.8/1"], healthy, OPTIONS)
@@ -94,11 +87,11 @@ def test_the_queues_of_a_stalled_case_are_not_deleted(reference, monkeypatch):
     assert len(deleted) == 1, deleted
 
 
-def test_a_reset_is_a_tcp_reset(reference):
+def test_a_reset_is_a_tcp_reset(reference_broker):
     from conformance.peer import ConnectionLost, Peer, Timeouts
     from conformance.peer.errors import RESET
     from conformance.faultproxy.proxy import MutantProxy
-    with MutantProxy("127.0.0.1", reference.server.port, transport=Transport("reset", reset=True)) as proxy:
+    with MutantProxy("127.0.0.1", reference_broker.server.port, transport=Transport("reset", reset=True)) as proxy:
         peer = Peer.connect(f"amqp://127.0.0.1:{proxy.port}", timeouts=Timeouts(frame=2.0, connect=2.0))
         peer.handshake(sasl="ANONYMOUS")
         peer.begin()

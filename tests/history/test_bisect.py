@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.history.bisect import BAD, GOOD, SKIP, change_kind, first_change, search
+from conformance.history.bisect import BAD, GOOD, SKIP, first_change, search
+from conformance.results import change_kind
 
 CASE = "2.6.8/2"        # drain on an empty queue: the reference broker's ignore_drain fault breaks it
 

@@ -64,7 +64,7 @@ def test_a_record_without_verdict_is_named(spark, reports, tmp_path):
     records = [json.loads(line) for line in results.read_text().splitlines()]
     records[1]["verdict"] = "maybe"
     results.write_text("".join(json.dumps(r) + "\n" for r in records))
-    with pytest.raises(BadResults, match=r"run-1/results.jsonl:2 is not a case record"):
+    with pytest.raises(BadResults, match=r"run-1/results.jsonl:2 has an unknown verdict 'maybe'"):
         History(tmp_path / "history").ingest(spark, [reports])
 
 

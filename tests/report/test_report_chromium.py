@@ -18,7 +18,8 @@ import pytest
 from htmldom import Document
 from png import colour_blocks, decode_png
 
-from conformance.report import example_model, render_html
+from conformance.report import render_html
+from report_example import example_model
 from conformance.report.html import VERDICT_STYLE, Anchors
 
 CHROMIUM = Path("/usr/bin/chromium")

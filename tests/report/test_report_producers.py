@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import copy
 
-from conformance.report import example_model, render_html, render_markdown
+from conformance.report import render_html, render_markdown
+from report_example import example_model
 from conformance.report.producers import producer_rows
 
 BROKER_J = {"limit": "10 messages", "means": "link-credit withdrawn", "drain": True, "error": None,

@@ -9,7 +9,8 @@ import re
 import pytest
 from htmldom import Document
 
-from conformance.report import example_model, render_html, render_markdown, validate_model
+from conformance.report import render_html, render_markdown, validate_model
+from report_example import example_model
 from conformance.report.html import Anchors
 
 HOSTILE = '<script>alert("x")</script> & \'quoted\' <blink>bold</blink>'
@@ -51,7 +52,7 @@ def test_example_model_is_valid_and_json(model):
     assert len(model["requirements"]) == 10
     used = {c["verdict"] for c in model["cells"]}
     assert used == {"pass", "fail", "non-strict", "informational", "unsupported", "error"}
-    assert {c["kind"] for c in model["changes"]} == {"regression", "fix"}
+    assert {c["kind"] for c in model["changes"]} == {"regression", "fix", "change"}
     assert model["flaky"]
 
 

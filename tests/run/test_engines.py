@@ -80,7 +80,8 @@ def test_a_record_travels_from_a_worker_as_plain_json():
     from conformance.run.engine import Pipeline
     from conformance.options import RunOptions
     from conformance.run.targets import Brokers
-    from conformance.verdict import CaseResult, Verdict
+    from conformance.results import CaseResult
+    from conformance.verdict import Verdict
     from conformance.wire import Symbol, UByte
     result = CaseResult("2.7.5/1", "t", "2.7.5", "MUST", ["2.7.5/settled-mode-settled"], Verdict.INFORMATIONAL,
                         "why", "b", observations={"snd_settle_mode": UByte(2), "outcome": Symbol("amqp:accepted")})

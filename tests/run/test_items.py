@@ -94,7 +94,8 @@ def test_the_verdict_becomes_the_documented_pytest_outcome():
     import pytest
 
     from conformance.run.items import NonStrict, _outcome
-    from conformance.verdict import CaseResult, Verdict
+    from conformance.results import CaseResult
+    from conformance.verdict import Verdict
 
     def result(verdict):
         return CaseResult("2.6.8/1", "t", "2.6.8", "MUST", ["2.6.8/synchronous-get"], verdict, "why", "b")

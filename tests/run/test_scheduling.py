@@ -76,6 +76,6 @@ def test_expected_durations_come_from_the_newest_runs_that_have_them(tmp_path):
                          ("20260102T000000Z-2", [("b", "1/1", 2.0)]), ("20260103T000000Z-3", [])):
         (runs / run_id).mkdir(parents=True)
         (runs / run_id / "results.jsonl").write_text("".join(
-            json.dumps({"broker": b, "case_id": c, "duration_s": d}) + "\n" for b, c, d in rows))
+            json.dumps({"broker": b, "case_id": c, "verdict": "pass", "duration_s": d}) + "\n" for b, c, d in rows))
     assert expected_durations(tmp_path, exclude=runs / "20260103T000000Z-3") == {"b 1/1": 2.0, "b 1/2": 1.0}
     assert expected_durations(tmp_path / "nothing") == {}

@@ -59,7 +59,7 @@ def test_the_report_has_a_traffic_section_from_the_history(tmp_path, spark):
     from conformance.report.html import render_html
     from conformance.report.markdown import render_markdown
     from conformance.history.synthetic import write_synthetic_runs
-    from conformance.report.model import example_model
+    from report_example import example_model
     write_synthetic_runs(tmp_path / "reports", 1)
     History(tmp_path / "history").ingest(spark, [tmp_path / "reports"])
     paths = _captures(tmp_path)
