@@ -1,5 +1,10 @@
 // Client driver for Qpid JMS: the JSON-lines command protocol of clients/PROTOCOL.md.
 // JMS_PACKAGE is javax.jms (qpid-jms 1.x) or jakarta.jms (2.x): the suite writes it in before compiling.
+//
+// Every call into the library carries a comment citing Qpid JMS's own documentation (qpid-jms-docs/
+// Configuration.md) or example (qpid-jms-examples: Receiver.java, Sender.java), the same at the pinned
+// releases 1.11.0 and 2.7.0. JMS gives the application no flow-control API: the provider grants credit from
+// its prefetch policy and answers a drain on a producer's link itself; this driver reports no `drains`.
 import JMS_PACKAGE.*;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -35,29 +40,34 @@ public class Driver {
     static String run(String op, Map<String, String> a) throws Exception {
         switch (op) {
             case "connect": {
+                // Configuration.md: "jms.prefetchPolicy.all used to set all prefetch values at once" (the suite
+                // passes the receiver's credit as `prefetch`: JMS configures prefetch per connection URI),
+                // "amqp.saslMechanisms", "amqp.idleTimeout", "jms.connectTimeout"
                 String url = a.get("url") + "?jms.prefetchPolicy.all=" + num(a, "prefetch", 0)
                         + "&amqp.saslMechanisms=ANONYMOUS&amqp.idleTimeout=0&jms.connectTimeout=" + num(a, "timeout_ms", 5000);
+                // Configuration.md "Connection URI": the options above "are appended to the connection URI";
+                // the ConnectionFactory made from it directly (Configuration.md shows JmsConnectionFactory in code)
                 ConnectionFactory f = new org.apache.qpid.jms.JmsConnectionFactory(url);
+                // Receiver.java: factory.createConnection(...); connection.setExceptionListener(...); connection.start()
                 conn = f.createConnection();
                 conn.setExceptionListener(e -> { synchronized (events) { events.add("ExceptionListener: " + e); } });
                 conn.start();
+                // Receiver.java: connection.createSession(false, Session.AUTO_ACKNOWLEDGE)
                 session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
                 return "";
             }
             case "receiver": {
-                org.apache.qpid.jms.policy.JmsDefaultPrefetchPolicy p = new org.apache.qpid.jms.policy.JmsDefaultPrefetchPolicy();
-                p.setAll(num(a, "credit", 0));
-                ((org.apache.qpid.jms.JmsConnection) conn).setPrefetchPolicy(p);
-                // a session takes the connection's prefetch policy when it is created: a new one for the consumer
-                Session consumerSession = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
-                consumer = consumerSession.createConsumer(consumerSession.createQueue(a.get("address")));
-                return ",\"api\":" + q("createConsumer with prefetchPolicy.all=" + num(a, "credit", 0) + ", receive(timeout)");
+                // Receiver.java: session.createConsumer(queue) (the queue: Session.createQueue, JMS API)
+                consumer = session.createConsumer(session.createQueue(a.get("address")));
+                return ",\"api\":" + q("createConsumer with jms.prefetchPolicy.all=" + num(a, "credit", 0) + ", receive(timeout)");
             }
             case "receive": {
                 StringBuilder got = new StringBuilder();
                 int count = num(a, "count", 1);
                 boolean timeout = false;
                 for (int i = 0; i < count; i++) {
+                    // Receiver.java: messageConsumer.receive(timeout) (null: none within the timeout); the
+                    // session's AUTO_ACKNOWLEDGE acknowledges it as receive returns it
                     Message m = consumer.receive(num(a, "timeout_ms", 1000));
                     if (m == null) { timeout = true; break; }
                     String body = m instanceof TextMessage ? ((TextMessage) m).getText() : String.valueOf(m.getBody(Object.class));
@@ -66,10 +76,12 @@ public class Driver {
                 return ",\"messages\":[" + got + "],\"timeout\":" + timeout;
             }
             case "stop": {
+                // JMS API MessageConsumer.close(): "Closes the message consumer"
                 consumer.close();
                 return ",\"api\":" + q("consumer.close()");
             }
             case "sender": {
+                // Sender.java: session.createProducer(queue)
                 producer = session.createProducer(session.createQueue(a.get("address")));
                 return "";
             }
@@ -77,6 +89,8 @@ public class Driver {
                 int sent = 0;
                 try {
                     for (int i = 0; i < num(a, "count", 1); i++) {
+                        // Sender.java: session.createTextMessage(...); messageProducer.send(message, ...) (here the
+                        // JMS default delivery mode, PERSISTENT: the send completes when the peer settles it)
                         producer.send(session.createTextMessage("m" + i));
                         sent++;
                     }
@@ -85,7 +99,11 @@ public class Driver {
                 }
                 return ",\"sent\":" + sent;
             }
+            case "poll": {
+                return "";
+            }
             case "close": {
+                // Receiver.java: connection.close()
                 if (conn != null) conn.close();
                 conn = null;
                 return "";

@@ -1,67 +1,54 @@
-"""What a client case runs with: the suite plays the broker (server-role peer, scripted exactly) and a client
-library, run through its public API by its driver, is the subject.
+"""What a client case runs with: the suite plays the broker (a server-role peer, scripted exactly) and a
+client library, run through its public API by its driver, is the subject.
 
-This module owns `ClientCaseContext` (a `CaseContext` whose subject is a `conformance.clients.ClientSubject`)
-and `ClientConnection`, the scripted broker's side of one client connection. A case asks the application for
-something (`ctx.app(op, ...)`: the driver's command; its answer is what the application saw), scripts every
-frame the broker sends (`conn.answer_attach`, `conn.flow`, `conn.transfer`, ...) and judges what the client
-sends; after the case the model judges every frame the client sent (the transcript's "in" direction: the
-client's frames, as a broker's are in a broker case), and the findings decide the verdict by the catalogue's
-levels, as for brokers. The broker's begin answers come on their own: whenever the script waits for a frame,
-a client's begin is answered first (the libraries begin a session at connect or at the first link).
+This module owns `ClientCaseContext` (the context of a case whose subject is a `conformance.clients.
+ClientSubject`: only what a client can be asked, no queues, alarms or broker hooks) and `ClientConnection`,
+the scripted broker's side of one client connection. A case asks the application for something
+(`ctx.app(op, ...)`: the driver's command; its answer is what the application saw, taken from the library's
+own callbacks and return values), opens links through it (`ctx.receiver(credit)`: the application's
+receiver, our `SendingEnd`; `ctx.sender()`: its sender, our `ReceivingEnd`; client_links.py), scripts every
+frame the broker sends (`link.flow`, `link.transfer`, ...) and judges what the client sends with the broker
+cases' verbs (`ctx.require(..., frame=)`, `link.expect_transfers(n, requirement=...)`); after the case the model
+judges every frame the client sent (the transcript's "in" direction), and the findings decide the verdict by
+the catalogue's levels, as for brokers. The broker's begin answers come on their own: whenever the script
+waits for a frame, a client's begin is answered first (libraries begin a session at connect or at the first
+link).
 
 A driver that does not answer within its command's own timeout plus --frame-timeout, or that exits, is a
 `DriverError`: the case is `error` (no verdict rests on it) and the subject starts a fresh driver for the next
-case. `ctx.connections` stays empty on purpose: the broker-liveness checks of the executor concern brokers;
-the client's connections are `ctx.clients`.
+case. So is a driver that left unanswered a drain its library handed the application (`check_drains`): that
+is our driver's bug, never the library's verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import time
 
 from ..clients.driver import DriverError
-from ..peer import PeerServer, matches, summarize
+from ..peer import PeerServer, matches
 from ..peer.errors import PeerError, UnexpectedFrame
-from ..wire import AmqpValue, Attach, Begin, Close, Detach, Disposition, End, Flow, Transfer, encode_message
-from ..wire.serial import serial_add, serial_diff
-from .context import CaseContext
-from .findings import CaseUnsupported
+from ..wire import Attach, Begin, Close, Detach, End
+from .client_links import ReceivingEnd, SendingEnd
+from .findings import CaseUnsupported, SuiteError
+from .record import CaseRecord
 
 INITIAL_DELIVERY_COUNT = 2**32 - 5      # the scripted broker's sender starts here: the serial wrap is near
+INCOMING_WINDOW = 2048                  # the scripted broker's session incoming-window unless a case says
 
 
-class ClientLink:
-    """One link the client attached: its name, its role, our handle and its, our channel."""
-
-    def __init__(self, conn: "ClientConnection", attach_frame, our_handle: int):
-        body = attach_frame.body
-        self.conn = conn
-        self.name = str(body.name)
-        self.client_is_receiver = bool(body.role)
-        self.client_handle = int(body.handle)
-        self.handle = our_handle
-        self.channel = conn.our_channel(attach_frame.channel)
-        self.client_channel = attach_frame.channel
-        self.attach = body
-
-    @property
-    def state(self):
-        return self.conn.peer.state.link(self.channel, self.handle)
-
-    @property
-    def delivery_count(self) -> int | None:
-        return self.state.delivery_count
+class DriverLeftDrain(DriverError):
+    """The library handed a drain to the application and our driver did not answer it (a driver bug)."""
 
 
 class ClientConnection:
     """The broker's side of one client connection (a server-role `Peer`)."""
 
-    def __init__(self, ctx: "ClientCaseContext", peer, number: int):
+    def __init__(self, ctx: "ClientCaseContext", peer, number: int, incoming_window: int):
         self.ctx, self.peer, self.number = ctx, peer, number
+        self.incoming_window = incoming_window
         self.sessions: dict[int, int] = {}        # client channel -> our channel
-        self.links: list[ClientLink] = []
+        self.links: list = []
 
     def our_channel(self, client_channel: int) -> int:
         return self.sessions[client_channel]
@@ -74,7 +61,8 @@ class ClientConnection:
         peer = self.peer
         with peer._cond:            # nothing is observed between our begin and the replay (the lock is re-entrant)
             arrived = list(peer.arrived)
-            peer.begin(channel, remote_channel=frame.channel, **self.ctx.begin_fields)
+            peer.begin(channel, remote_channel=frame.channel, next_outgoing_id=0,
+                       incoming_window=self.incoming_window, outgoing_window=2048)
             start = next((i for i, f in enumerate(arrived) if f is frame), len(arrived))
             for early in arrived[start + 1:]:
                 if getattr(early, "channel", None) == frame.channel and getattr(early, "body", None) is not None:
@@ -87,16 +75,24 @@ class ClientConnection:
         while True:
             frame = self.peer.expect((Begin, *kinds) if Begin not in kinds else kinds, timeout=timeout, after=after,
                                      where=lambda f: isinstance(f.body, Begin) or (
-                                         _fields_match(f, fields) and (where is None or where(f))))
+                                         matches(f, (), None, None, fields) and (where is None or where(f))))
             if isinstance(frame.body, Begin) and Begin not in kinds:
                 self._answer_begin(frame)
                 continue
             return frame
 
+    def await_frame(self, kinds, *, timeout: float | None = None, **fields):
+        """`expect`, or None when nothing matching came within the bound or the connection ended (judges
+        nothing: the caller says what the absence means)."""
+        try:
+            return self.expect(kinds, timeout=timeout, **fields)
+        except PeerError:
+            return None
+
     def expect_nothing(self, kinds=None, *, quiet: float | None = None, **fields) -> list:
         return self.peer.expect_nothing(kinds, quiet=quiet, **fields)
 
-    def settle_down(self, kinds=Flow, rounds: int = 10) -> None:
+    def settle_down(self, kinds, rounds: int = 10) -> None:
         """Wait until the client has sent no frame of `kinds` for a quiet period (at most `rounds` periods)."""
         for _ in range(rounds):
             mark = self.peer.mark()
@@ -108,7 +104,6 @@ class ClientConnection:
 
     def serve_until(self, pending, extra: float = 0.0) -> dict:
         """Answer the client's begins until the application's command `pending` is answered."""
-        import time
         deadline = time.monotonic() + self.ctx.options.frame_timeout + extra
         while not pending.done():
             left = deadline - time.monotonic()
@@ -119,32 +114,28 @@ class ClientConnection:
                 self._answer_begin(frame)
         return self.ctx.answer(pending, 0.0)
 
-    # -- links --------------------------------------------------------------------------------------------
-
-    def expect_attach(self, *, answer: bool = True, initial_delivery_count: int = INITIAL_DELIVERY_COUNT,
-                      pending=None, **fields) -> ClientLink:
-        """The client's attach, answered (as sender when it receives: `initial_delivery_count`). With `pending`
-        (the application's command that opens the link), a driver that answers it `unsupported` instead of
-        attaching ends the case as unsupported at once (`ClientCaseContext.answer`)."""
+    def expect_attach(self, *, initial_delivery_count: int = INITIAL_DELIVERY_COUNT, pending=None, **fields):
+        """The client's attach, answered: our `SendingEnd` when it receives (our attach carries
+        `initial_delivery_count`), our `ReceivingEnd` when it sends. Our attach mirrors its settle modes. With
+        `pending` (the application's command that opens the link), a driver that answers it `unsupported` instead
+        of attaching ends the case as unsupported at once (`ClientCaseContext.answer`)."""
         frame = self._attach_or_refusal(pending) if pending is not None else self.expect(Attach)
         channel = self.our_channel(frame.channel)
         session = self.peer.state.sessions[channel]
-        link = ClientLink(self, frame, session.next_free_handle())
+        body = frame.body
+        link = (SendingEnd if body.role else ReceivingEnd)(self, frame, session.next_free_handle())
         self.links.append(link)
-        if answer:
-            body = frame.body
-            values = {"name": body.name, "handle": link.handle, "role": not body.role, "source": body.source,
-                      "target": body.target, "snd_settle_mode": body.snd_settle_mode,
-                      "rcv_settle_mode": body.rcv_settle_mode}
-            if body.role:          # the client receives: we send
-                values["initial_delivery_count"] = initial_delivery_count
-            values.update(fields)
-            self.peer.send(Attach(**values), channel)
+        values = {"name": body.name, "handle": link.handle, "role": not body.role, "source": body.source,
+                  "target": body.target, "snd_settle_mode": body.snd_settle_mode,
+                  "rcv_settle_mode": body.rcv_settle_mode}
+        if body.role:          # the client receives: we send
+            values["initial_delivery_count"] = initial_delivery_count
+        values.update(fields)
+        self.peer.send(Attach(**values), channel)
         link.attached_at = self.peer.mark()       # frames from here on came after our attach was sent
         return link
 
     def _attach_or_refusal(self, pending):
-        import time
         deadline = time.monotonic() + self.ctx.options.frame_timeout
         while True:
             try:
@@ -155,62 +146,14 @@ class ClientConnection:
                 if time.monotonic() >= deadline:
                     return self.expect(Attach, timeout=0)
 
-    def flow(self, link: ClientLink | None = None, channel: int = 0, **fields):
-        if link is not None:
-            return self.peer.flow(link.channel, handle=link.handle, **fields)
-        return self.peer.flow(channel, **fields)
-
-    def transfer(self, link: ClientLink, body: str, **fields):
-        payload = encode_message(AmqpValue(body))
-        fields.setdefault("settled", True)
-        return self.peer.transfer(link.channel, link.handle, payload, **fields)
-
-    def settle(self, frame, channel: int) -> None:
-        """Accept and settle a transfer the client sent (as the receiving broker)."""
-        if getattr(frame.body, "settled", False):
-            return
-        self.peer.disposition(channel, first=int(frame.body.delivery_id), role=True, settled=True)
-
-    def expect_transfer(self, link: ClientLink, *, settle: bool = True, timeout: float | None = None):
-        frame = self.expect(Transfer, timeout=timeout, handle=link.client_handle)
-        if settle:
-            self.settle(frame, link.channel)
-        return frame
-
-    def take_transfers(self, link: ClientLink, *, settle: bool = True) -> list:
-        """Every transfer of the link already received and not yet taken (settled as they are taken)."""
-        taken = []
-        while True:
-            try:
-                taken.append(self.expect_transfer(link, settle=settle, timeout=0))
-            except PeerError:
-                return taken
-
-    def expect_flow(self, link: ClientLink, *, timeout: float | None = None, after: int | None = None, **fields):
-        return self.expect(Flow, timeout=timeout, after=after, handle=link.client_handle, **fields)
-
-    def drained(self, link: ClientLink, request=None, *, drain: bool = True):
-        """As the sender: nothing to send, so advance delivery-count to the client's limit (its latest flow,
-        or `request`) and send flow(link-credit=0), as 2.6.7 asks of a drained sender."""
-        flow = request.body if request is not None else link.state.remote_flow
-        dc = link.delivery_count
-        if flow is not None and flow.link_credit is not None:
-            base = flow.delivery_count if flow.delivery_count is not None else dc
-            limit = serial_add(int(base), int(flow.link_credit))
-            if serial_diff(dc, limit) > 0:
-                dc = limit
-        sent = self.flow(link, delivery_count=dc, link_credit=0, drain=drain)
-        state = link.state                      # our sender's count moved without a transfer: the books say so
-        state.delivery_count, state.link_credit = dc, 0
-        return sent
-
-    def end(self, link: ClientLink, error: Any = None):
-        return self.peer.end(link.channel, error=error)
+    def seconds_between(self, first, second) -> float:
+        """Seconds between two frames of this connection's transcript (ours or the client's)."""
+        times = {id(e.item): e.t for e in self.peer.transcript.snapshot()}
+        return times.get(id(second), 0.0) - times.get(id(first), 0.0)
 
     def answer_closing(self, pending, bound: float) -> None:
         """While the application closes: answer the client's detach, end and close (a library may wait for
         each answer), until its close command is answered or `bound` seconds passed."""
-        import time
         deadline = time.monotonic() + bound
         while not pending.done() and time.monotonic() < deadline and not self.peer.closed_by_remote:
             try:
@@ -221,43 +164,32 @@ class ClientConnection:
             if isinstance(body, Close):
                 self.peer.close_connection()
                 return
-            if isinstance(body, End):
-                ours = self.sessions.get(frame.channel)
-                session = self.peer.state.sessions.get(ours) if ours is not None else None
-                if session is not None and not session.ended_by_us:
-                    self.peer.end(ours)
-            elif isinstance(body, Detach) and frame.channel in self.sessions:
-                ours = self.sessions[frame.channel]
+            ours = self.sessions.get(frame.channel)
+            session = self.peer.state.sessions.get(ours) if ours is not None else None
+            if isinstance(body, End) and session is not None and not session.ended_by_us:
+                self.peer.end(ours)
+            elif isinstance(body, Detach) and session is not None:
                 link = next((l for l in self.links if l.client_handle == int(body.handle)
                              and l.client_channel == frame.channel), None)
                 if link is not None and not link.state.detached_by_us:
                     self.peer.detach(ours, link.handle)
 
-    def arrived_index(self, frame) -> int:
-        """The position of a client frame among everything that arrived (comparable with `peer.mark()`)."""
-        return next((i for i, f in enumerate(self.peer.arrived) if f is frame), -1)
 
-    def client_frames(self, kind=None) -> list:
-        return self.peer.received(kind)
-
-
-def _fields_match(frame, fields: dict) -> bool:
-    return matches(frame, (), None, None, fields)
-
-
-class ClientCaseContext(CaseContext):
+class ClientCaseContext(CaseRecord):
     """A case's context when its subject is a client library (`spec.kind == "client"`)."""
 
-    begin_fields = {"next_outgoing_id": 0, "incoming_window": 2048, "outgoing_window": 2048}
+    noun = "client library"
 
     def __init__(self, spec, subject, options):
         super().__init__(spec, subject, options)
-        self.subject = subject
         self.server: PeerServer | None = None
         self.clients: list[ClientConnection] = []
         self.app_log: list[dict] = []
+        self.drains: list[dict] = []             # drains the library handed the application, as the driver says
         self._driver_failed = False
-        self._closed_by_app = False
+
+    def conversations(self) -> list:
+        return self.clients
 
     def answer_window(self) -> float:
         """How long the scripted broker waits for an answer a correct client sends at once (echo, a drained
@@ -268,17 +200,13 @@ class ClientCaseContext(CaseContext):
     # -- the application (the driver) --------------------------------------------------------------------
 
     @property
-    def driver(self):
-        try:
-            return self.subject.driver()
-        except DriverError:
-            self._driver_failed = True
-            raise
+    def library(self):
+        return self.subject.lib
 
     def app(self, op: str, **args):
         """Ask the application to do `op` (the driver's command); returns its `Pending` answer."""
         try:
-            pending = self.driver.request(op, **args)
+            pending = self.subject.driver().request(op, **args)
         except DriverError:
             self._driver_failed = True
             raise
@@ -294,6 +222,7 @@ class ClientCaseContext(CaseContext):
         except DriverError:
             self._driver_failed = True
             raise
+        self.drains += answer.get("drains") or []
         self.app_log.append({"op": pending.op, **{k: v for k, v in pending.args.items()},
                              "answer": {k: v for k, v in answer.items() if k != "id"}})
         if answer.get("unsupported"):      # the library's API offers the application no way to do this
@@ -304,58 +233,73 @@ class ClientCaseContext(CaseContext):
     def do(self, op: str, **args) -> dict:
         return self.answer(self.app(op, **args))
 
+    def app_events(self) -> dict:
+        """What the library handed the application since the driver's last answer (`poll`: drains it was
+        asked to answer and how it answered them, errors it was told of)."""
+        return self.do("poll")
+
+    def check_drains(self) -> None:
+        """A drain the library handed the application that our driver left unanswered is our driver's bug:
+        `DriverLeftDrain` (the case is `error`, no verdict on the library)."""
+        left = [d for d in self.drains if not d.get("answered")]
+        if left:
+            self._driver_failed = False          # the driver works; it is wrong, not hung
+            raise DriverLeftDrain(f"the driver left unanswered a drain its library handed the application "
+                                  f"({left[0].get('handed')}); fix its driver ({self.library.driver or self.subject.name})")
+
     # -- the scripted broker ---------------------------------------------------------------------------------
 
-    def open_receiver(self, credit: int, address: str = "q") -> tuple[ClientConnection, ClientLink]:
-        """The application connects and opens a receiver on `address` with `credit` (its credit window or
-        prefetch; 0: it pulls); the scripted broker answers its attach. Returns the connection and the link."""
-        conn = self.connect()
-        opened = self.app("receiver", address=address, credit=credit)
-        link = conn.expect_attach(pending=opened)
-        self.answer(opened)
-        return conn, link
-
-    def connect(self, **_ignored) -> ClientConnection:
-        """The application connects to our scripted broker; its connection, after the handshake."""
+    def connect(self, *, incoming_window: int = INCOMING_WINDOW, prefetch: int | None = None) -> ClientConnection:
+        """The application connects to our scripted broker; its connection, after the handshake. Our begin
+        answers carry `incoming_window`; `prefetch`: the credit window the next receiver will use, for a library
+        configured per connection (Qpid JMS: jms.prefetchPolicy.all in the connection URI)."""
         if self.server is None:
             self.server = PeerServer(timeouts=self.timeouts)
-        pending = self.app("connect", url=self.server.url, timeout_ms=int(self.options.connect_timeout * 1000))
+        extra = {"prefetch": prefetch} if prefetch is not None else {}
+        pending = self.app("connect", url=self.server.url, timeout_ms=int(self.options.connect_timeout * 1000),
+                           **extra)
         peer = self.server.accept(self.options.connect_timeout + 30.0 * (self.subject.starts <= 1))
         peer.transcript.label = "client"
-        conn = ClientConnection(self, peer, len(self.clients) + 1)
+        conn = ClientConnection(self, peer, len(self.clients) + 1, incoming_window)
         self.clients.append(conn)
         peer.server_handshake(mechanisms=("ANONYMOUS",), container_id="amqp-conformance-scripted-broker")
         conn.serve_until(pending)
         return conn
 
-    # -- findings on the client's frames ---------------------------------------------------------------------
+    def receiver(self, credit: int, *, address: str = "q") -> SendingEnd:
+        """The application connects and opens a receiver on `address` with `credit` (its credit window or
+        prefetch; 0: it pulls); our attach answers it. Our end of the link (`link.conn` its connection)."""
+        conn = self.connect(prefetch=credit)
+        opened = self.app("receiver", address=address, credit=credit)
+        link = conn.expect_attach(pending=opened)
+        self.answer(opened)
+        return link
 
-    def finding(self, requirement: str, reason: str, conn: ClientConnection, frame=None, *, expected=None,
-                actual=None):
-        index = None
-        if frame is not None:
-            for entry in conn.peer.transcript.snapshot():
-                if entry.item is frame:
-                    index = entry.index
-        actual = actual if actual is not None else (summarize(frame) if frame is not None else None)
-        return self.add_finding(requirement, reason, expected=expected, actual=actual, conn=conn,
-                                frame_index=index)
+    def sender(self, *, address: str = "q", incoming_window: int = INCOMING_WINDOW) -> ReceivingEnd:
+        """The application connects and opens a sender on `address`; our begin carries `incoming_window`."""
+        conn = self.connect(incoming_window=incoming_window)
+        opened = self.app("sender", address=address)
+        link = conn.expect_attach()
+        self.answer(opened)
+        return link
 
     # -- after the case ------------------------------------------------------------------------------------
 
     def judge(self) -> None:
         """The model over every frame the client sent (direction "in" of our transcripts), and obligations."""
         self.judge_model(self.clients)
-        saved, self.connections = self.connections, list(self.clients)
-        try:
-            self.judge_obligations("the client")
-        finally:
-            self.connections = saved
-        self.observe(subject_kind="client", application=self.app_log, driver_starts=self.subject.starts)
+        self.judge_obligations("the client")
+        lib = self.library
+        self.observe(subject_kind="client", application=self.app_log, driver_starts=self.subject.starts,
+                     library={"name": lib.name, "version": self.subject.version, "language": lib.language,
+                              "registry": lib.registry, "package": lib.package, "driver": lib.driver,
+                              "summary": lib.summary, "flow_api": lib.flow_api})
+        if self.drains:
+            self.observe(drains_handed_to_the_application=self.drains)
 
     def close(self, *, delete_queues: bool = True) -> None:
         """The application closes its connection (bounded); a driver that failed is replaced for the next case."""
-        if not self._driver_failed and not self._closed_by_app and self.clients:
+        if not self._driver_failed and self.clients:
             with contextlib.suppress(DriverError, PeerError, Exception):
                 pending = self.app("close")
                 self.clients[-1].answer_closing(pending, self.options.frame_timeout)
@@ -373,7 +317,7 @@ class ClientCaseContext(CaseContext):
     def ladders(self) -> list[str]:
         out = []
         for c in self.clients:
-            receiver = any(l.client_is_receiver for l in c.links)
+            receiver = any(isinstance(l, SendingEnd) for l in c.links)
             out.append(f"connection {c.number} (the client on the left)\n"
                        + c.peer.transcript.ladder(peer_is_receiver=not receiver))
         return out
@@ -384,8 +328,9 @@ class ClientCaseContext(CaseContext):
     def describe_error(self, exc: BaseException) -> str:
         if isinstance(exc, DriverError):
             return f"driver: {exc}"
+        if isinstance(exc, SuiteError):
+            return str(exc)
         return super().describe_error(exc)
 
 
-__all__ = ["ClientCaseContext", "ClientConnection", "ClientLink", "INITIAL_DELIVERY_COUNT", "Detach", "End",
-           "Disposition"]
+__all__ = ["ClientCaseContext", "ClientConnection", "DriverLeftDrain", "INITIAL_DELIVERY_COUNT", "INCOMING_WINDOW"]

@@ -1,60 +1,49 @@
-"""What a case runs with: the broker, its queues and connections, and the record of what it found.
+"""What a broker case runs with: the broker, its queues and connections (the record of findings is the
+base's, `record.CaseRecord`).
 
-This module owns `CaseContext`: fresh queues (`ctx.queue`), scripted connections (`ctx.session`,
-`ctx.connect`, see `conformance.casekit.scripts`), broker-wide hooks (`ctx.alarm`, `ctx.need_hook`), and
-the case's record: `ctx.require(...)` / `ctx.add_finding(...)` add a finding and let the case go on,
-`ctx.halt(...)` adds one and stops the case body (the step needs a frame that never came), `ctx.step()`
-lets a scenario go on past a halted step, `ctx.oblige(...)` opens an obligation. After the case, `judge()`
-adds the model's findings over every transcript and the broken obligations. How a case ends normally:
-`ctx.passed(reason)`, `ctx.informational(reason)` (behaviour the spec leaves open, recorded), or
-`ctx.unobservable(requirement, because)` (the subject needs a behaviour this broker does not show).
-`ctx.refusal()` finds the broker's refusal by configuration (`findings.REFUSALS`) and `ctx.after_refusal`
-tells which findings came after it; a case that works around a refusal (e.g. sends non-durable messages
-where durable ones were refused) takes it off the record with `ctx.worked_around(conn, why)`.
+This module owns `CaseContext`, the context of a case whose subject is a broker: fresh queues (`ctx.queue`),
+scripted connections (`ctx.session`, `ctx.connect`, see `conformance.casekit.scripts`), broker-wide hooks
+(`ctx.alarm`, `ctx.need_hook`), and what a broker adds to the record: `ctx.refusal()` finds the broker's
+refusal by configuration (`findings.REFUSALS`) and `ctx.after_refusal` tells which findings came after it; a
+case that works around a refusal (e.g. sends non-durable messages where durable ones were refused) takes it
+off the record with `ctx.worked_around(conn, why)`. After the case, `judge()` adds the model's findings over
+every transcript, a connection dropped without a close frame, and the broken obligations. The findings
+(`ctx.require`, `ctx.add_finding`, `ctx.halt`, `ctx.step`, `ctx.oblige`) and the endings (`ctx.passed`,
+`ctx.informational`, `ctx.unobservable`) are `CaseRecord`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import re
-from typing import Any, Callable
 
-from .. import catalogue
-from ..model import transcript_violations
-from ..peer import ExpectationTimeout, Peer, PeerError, Timeouts, summarize
+from ..peer import ExpectationTimeout, Peer, summarize
 from ..peer.errors import FIN
 from ..wire import Close, Detach, End, Error, Transfer
-from .findings import (
-    REFUSALS, CaseHalted, CaseUnsupported, Finding, Obligation, Outcome, OutcomeKind, Refusal, Source, SuiteError,
-)
+from .findings import REFUSALS, CaseUnsupported, Finding, Refusal, Source
+from .record import CaseRecord, frame_index_of
 from .scripts import ConnectionScript, ReceiverScript, ScriptError, SessionScript
 from .spec import has_need, missing_hook_reason
 
 _counter = itertools.count(1)
 
 
-class CaseContext:
+class CaseContext(CaseRecord):
+    """A case's context when its subject is a broker (`spec.kind == "broker"`)."""
+
     def __init__(self, spec, broker, options):
-        self.spec = spec
+        super().__init__(spec, broker, options)
         self.broker = broker
-        self.options = options
-        self.observations: dict[str, Any] = {}
-        self.findings: list[Finding] = []
-        self.obligations: list[Obligation] = []
         self.connections: list[ConnectionScript] = []
-        self._recorded_at: dict[int, dict[int, int]] = {}   # id(finding) -> frames arrived per connection then
         self._worked_around: dict[int, str] = {}            # connection number -> why its refusal is not the end
         self._queues: list[str] = []
         self._preloaded: dict[str, list[bytes]] = {}
-        self._slug = re.sub(r"[^a-z0-9]+", "-", spec.id.lower()).strip("-")
 
-    # -- timeouts ----------------------------------------------------------------------------------------
+    def conversations(self) -> list:
+        return self.connections
 
-    @property
-    def timeouts(self) -> Timeouts:
-        return Timeouts(frame=self.options.frame_timeout, quiet=self.options.quiet_period,
-                        connect=self.options.connect_timeout)
+    def broker_peers(self) -> list:
+        return [c.peer for c in self.connections]
 
     # -- queues ------------------------------------------------------------------------------------------
 
@@ -148,54 +137,6 @@ class CaseContext:
                 break
         return [b for link in (*links, reader) for b in link.bodies_from_state()]   # read last: all delivered
 
-    # -- findings ------------------------------------------------------------------------------------------
-
-    def add_finding(self, requirement: str, reason: str, *, expected: str | None = None, actual: str | None = None,
-               conn: ConnectionScript | None = None, frame_index: int | None = None,
-               source: Source = Source.CASE) -> Finding:
-        """Record that the broker broke `requirement`; the case goes on."""
-        catalogue.get(requirement)
-        if conn is not None and frame_index is None:
-            entries = conn.peer.transcript.snapshot()
-            frame_index = entries[-1].index if entries else None
-        finding = Finding(requirement, reason, expected, actual, frame_index,
-                          conn.number if conn is not None else None, source)
-        self.findings.append(finding)
-        self._recorded_at[id(finding)] = {c.number: len(c.peer.arrived) for c in self.connections}
-        return finding
-
-    def halt(self, requirement: str, reason: str, *, expected: str | None = None, actual: str | None = None,
-             conn: ConnectionScript | None = None) -> None:
-        """Record the finding and stop the case body: the next steps need what never came."""
-        raise CaseHalted(self.add_finding(requirement, reason, expected=expected, actual=actual, conn=conn))
-
-    def require(self, condition: bool, requirement: str, reason: str, *, expected: str | None = None,
-                actual: str | None = None) -> bool:
-        """Record a finding on `requirement` unless `condition` holds; the case goes on. Returns condition."""
-        if not condition:
-            self.add_finding(requirement, reason, expected=expected, actual=actual)
-        return bool(condition)
-
-    @contextlib.contextmanager
-    def step(self):
-        """A step whose halt does not end the scenario: its finding stays recorded, the case goes on."""
-        try:
-            yield
-        except CaseHalted:
-            pass
-
-    def found(self, requirement: str) -> bool:
-        return any(f.requirement == requirement for f in self.findings)
-
-    def oblige(self, requirement: str, what: str, conn: ConnectionScript, channel: int | None,
-               answers: Callable[[Any], bool]) -> None:
-        """Open an obligation on the frame just sent: the broker must answer it (`answers(frame)`)."""
-        if not catalogue.get(requirement).obligation:
-            raise SuiteError(f"{requirement} is not an obligation in the catalogue")
-        sent = [e.index for e in conn.peer.transcript.snapshot() if e.direction == "out" and not e.auto]
-        # the frame just sent (an answer may already have arrived after it: the scan starts at our frame)
-        self.obligations.append(Obligation(requirement, what, conn, channel, answers, sent[-1] if sent else -1))
-
     # -- refusals by the broker's configuration ------------------------------------------------------------
 
     def refusals(self, conn: ConnectionScript) -> list[Refusal]:
@@ -213,7 +154,7 @@ class CaseContext:
                 continue
             err = body.error
             description = str(err.description) if isinstance(err, Error) and err.description is not None else None
-            found.append(Refusal(condition, description, body.NAME, conn.number, _transcript_index(conn, item),
+            found.append(Refusal(condition, description, body.NAME, conn.number, frame_index_of(conn, item, -1),
                                  position, summarize(item)))
         return found
 
@@ -244,21 +185,7 @@ class CaseContext:
         then = self._recorded_at.get(id(finding), {})
         return then.get(refusal.connection, 0) > refusal.position
 
-    # -- how a case ends -----------------------------------------------------------------------------------
-
-    def observe(self, **values: Any) -> None:
-        self.observations.update(values)
-
-    def passed(self, reason: str, **observations: Any) -> Outcome:
-        return Outcome(OutcomeKind.PASSED, reason, observations)
-
-    def informational(self, reason: str, **observations: Any) -> Outcome:
-        return Outcome(OutcomeKind.RECORDED, reason, observations)
-
-    def unobservable(self, requirement: str, because: str, **observations: Any) -> Outcome:
-        """The subject cannot be judged on this broker: observing it needs a behaviour it does not show."""
-        return Outcome(OutcomeKind.UNOBSERVABLE, f"{requirement} not observable on this broker, because {because}",
-                       observations, requirement)
+    # -- the broker -------------------------------------------------------------------------------------
 
     def broker_alive(self) -> bool:
         """Whether the broker process still runs (a broker that cannot tell counts as alive; one whose process
@@ -269,11 +196,9 @@ class CaseContext:
             return False
 
     def describe_error(self, exc: BaseException) -> str:
-        if isinstance(exc, PeerError):
-            return f"{type(exc).__name__}: {exc}"
         if isinstance(exc, ScriptError):
             return str(exc)
-        return f"internal error: {type(exc).__name__}: {exc}"
+        return super().describe_error(exc)
 
     # -- after the case: the whole exchange ------------------------------------------------------------------
 
@@ -288,31 +213,6 @@ class CaseContext:
                                  "closes", actual="the socket closed", conn=conn,
                                  frame_index=entries[-1].index if entries else None, source=Source.MODEL)
         self.judge_obligations("the broker")
-
-    def judge_model(self, connections) -> None:
-        """The model's findings over every frame the other side sent on `connections` (the first per
-        requirement: a requirement the case named already is not repeated)."""
-        for conn in connections:
-            seen = {f.requirement for f in self.findings}
-            for v, frame, index in transcript_violations(conn.peer.transcript.snapshot()):
-                if v.requirement_id in seen:
-                    continue
-                seen.add(v.requirement_id)
-                self.add_finding(v.requirement_id, f"frame {index}: {v.detail}", expected=v.sentence[:120],
-                                 actual=summarize(frame), conn=conn, frame_index=index, source=Source.MODEL)
-
-    def judge_obligations(self, who: str) -> None:
-        """An answer the spec obliges the other side (`who`: "the broker", "the client") to give, left open
-        when it ended the session or closed the connection: a finding on that obligation's requirement."""
-        for ob in self.obligations:
-            if self.found(ob.requirement):
-                continue
-            broken = _ended_while_open(ob)
-            if broken is not None:
-                frame, index = broken
-                self.add_finding(ob.requirement, f"{who} {_ending(frame)} while {ob.what} was unanswered",
-                                 expected=f"an answer to {ob.what}", actual=summarize(frame), conn=ob.connection,
-                                 frame_index=index, source=Source.OBLIGATION)
 
     # -- after the case --------------------------------------------------------------------------------
 
@@ -348,33 +248,3 @@ class CaseContext:
                 version = str(props.get("version", version)) if props.get("version") else version
                 break
         return product, version
-
-
-def _transcript_index(conn: ConnectionScript, item: Any) -> int:
-    for entry in conn.peer.transcript.snapshot():
-        if entry.item is item:
-            return entry.index
-    return -1
-
-
-def _ended_while_open(ob: Obligation) -> tuple[Any, int] | None:
-    """The broker's end (of the obligation's session) or close carrying an error that came before any
-    answer to the obligation, with its transcript index; None when answered first or never ended so."""
-    for entry in ob.connection.peer.transcript.snapshot():
-        if entry.direction != "in" or entry.index <= ob.frame_index:
-            continue
-        frame = entry.item
-        body = getattr(frame, "body", None)
-        if body is None:
-            continue
-        if ob.answers(frame):
-            return None
-        ends = isinstance(body, Close) or (isinstance(body, End) and (ob.channel is None or frame.channel == ob.channel))
-        if ends and Peer.error_condition(frame) is not None:
-            return frame, entry.index
-    return None
-
-
-def _ending(frame) -> str:
-    what = "closed the connection" if isinstance(frame.body, Close) else "ended the session"
-    return f"{what} with {Peer.error_condition(frame)}"

@@ -116,9 +116,10 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                 if not isinstance(exc, PeerError):
                     result.observations["traceback"] = traceback.format_exc(limit=8)
             finally:
+                ctx.release_holds()
                 if result.verdict is not Verdict.UNSUPPORTED:
                     # after the case, before it drops its connections: were they cut or stalled?
-                    broke = cut_or_stalled([c.peer for c in ctx.connections], options.frame_timeout)
+                    broke = cut_or_stalled(ctx.broker_peers(), options.frame_timeout)
                 ctx.close(delete_queues=broke is None)
             if result.verdict is not Verdict.UNSUPPORTED:
                 ctx.judge()
@@ -130,14 +131,14 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
     except Exception as exc:
         result.verdict, result.reason = Verdict.ERROR, f"could not set up the case: {exc}"
     if ctx is not None:
-        _unless_the_broker_died(result, [c.peer for c in ctx.connections], broker, options)
+        _unless_the_broker_died(result, ctx.broker_peers(), broker, options)
     result.duration_s = round(time.monotonic() - t0, 3)
     if ctx is not None:
-        peers = [c.peer for c in ctx.connections]
+        peers = [c.peer for c in ctx.conversations()]
         result.waited_s = {"timeout": round(sum(p.timed_out_s for p in peers), 3),
                            "quiet": round(sum(p.quiet_s for p in peers), 3)}
         result.observations.update(ctx.observations)
-        skipped = [f"connection {c.number}: {line}" for c in ctx.connections for line in c.peer.skipped]
+        skipped = [f"connection {c.number}: {line}" for c in ctx.conversations() for line in c.peer.skipped]
         if skipped:        # steps the case asked for after the broker's close / end: not sent (no finding)
             result.observations["not_sent_after_the_broker_ended"] = skipped
         result.transcripts = ctx.transcripts_json()

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from ..peer import ConnectionLost, ExpectationTimeout, Precluded, UnexpectedFrame, summarize
 from ..wire import Detach, Flow, Transfer, serial_add, serial_diff
+from . import crossing as crossings
 from .findings import CaseHalted
 from .script_base import AUTO, LinkScript, _arrived_text, _body_of
 
@@ -35,6 +36,30 @@ class ReceiverScript(LinkScript):
             self.ctx.oblige("2.6.7/drain-advance", f"the drain of link {self.name}", self.connection,
                             self.session.remote_channel, self._drain_answer(limit))
         return limit
+
+    def hold_reads_after(self, transfers: int) -> None:
+        """Arm a hold of our reads after the broker's `transfers`-th transfer on this link from now: what it
+        sends next stays in our receive buffer, unread, until `send_crossing` (arm before granting credit)."""
+        self.peer.hold_reads_after(crossings.transfers_held_after(transfers, self.session.remote_channel,
+                                                                  self.broker_handle))
+
+    def send_crossing(self, send: Callable[[], Any], what: str) -> crossings.Crossing:
+        """Once a transfer of the broker's on this link is held unread (sent before the broker can have
+        seen what we send now), `send()` our frame(s), then read on (crossing.py); recorded in the observations."""
+        channel, handle = self.session.remote_channel, self.broker_handle
+        return crossings.cross(self.ctx, self.peer, lambda f: isinstance(f.body, Transfer) and f.channel == channel
+                               and f.body.handle == handle, send, what)
+
+    def take_arrived(self) -> int:
+        """Consume every transfer on this link that has arrived; how many messages were received in total."""
+        while True:
+            try:
+                frame = self.peer.expect(Transfer, channel=self.session.remote_channel, handle=self.broker_handle,
+                                         timeout=0)
+            except ExpectationTimeout:
+                break
+            self.received.append(frame)
+        return sum(1 for f in self.received if not f.body.more)
 
     def _drain_answer(self, limit: int) -> Callable[[Any], bool]:
         """What answers our drain up to `limit`: a flow for the link with link-credit 0, a detach of it, or
@@ -205,6 +230,17 @@ class ReceiverScript(LinkScript):
                 break
             self.received.append(frame)
         return sum(1 for f in self.received if not f.body.more)
+
+    def flows_after(self, position: int) -> list:
+        """The broker's flows for this link that arrived at or after arrival position `position`."""
+        return [item for item in self.peer.arrived[position:] if isinstance(getattr(item, "body", None), Flow)
+                and item.channel == self.session.remote_channel and item.body.handle == self.broker_handle]
+
+    def transfers_after(self, flow_body) -> list:
+        """The broker's transfers on this link that arrived after its flow `flow_body` (e.g. an echoed flow)."""
+        pos = self._position(flow_body)
+        return [item for item in self.peer.arrived[pos + 1:] if isinstance(getattr(item, "body", None), Transfer)
+                and item.channel == self.session.remote_channel and item.body.handle == self.broker_handle]
 
     def require_after_transfers(self, flow_body, *, requirement: str) -> None:
         pos = self._position(flow_body)

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from ..peer import ConnectionLost, ExpectationTimeout, Peer, UnexpectedFrame, settle, summarize
 from ..wire import Attach, Begin, Close, Detach, End, Flow, Source, Target, serial_diff
 from ..peer.barrier import absence_window, answer_or_absence, begin_end_round_trip, link_round_trip
+from . import crossing as crossings
 from .script_base import AUTO, Excess, LinkScript, ScriptError, _arrived_text, _body_of  # noqa: F401 (re-exported)
 from .receiver_script import ReceiverScript
 from .sender_script import SenderScript
@@ -177,6 +178,21 @@ class SessionScript:
 
     def set_incoming_window(self, window: int) -> None:
         self.flow(incoming_window=window)
+
+    # -- the session window as a barrier (crossing.py) -------------------------------------------------------
+
+    def window_limit(self) -> int | None:
+        """The transfer-id up to which (exclusive) our incoming-window lets the broker send: what our latest
+        begin or flow announced."""
+        return crossings.window_limit(self.peer, self.channel, self.broker_initial_outgoing_id)
+
+    def keep_window(self) -> dict:
+        """Session fields for a flow that leaves our window limit where it is (the barrier stays)."""
+        return crossings.keep_window(self.state, self.window_limit())
+
+    def transfer_ids(self) -> list:
+        """(transfer-id, frame) of every transfer the broker sent on this session so far."""
+        return crossings.transfer_ids(self.peer, self.remote_channel, self.broker_initial_outgoing_id)
 
     def echo(self, requirement: str | None, *, settled: bool = False) -> Flow | None:
         """flow(echo=true) without a handle; returns the broker's next flow on this session that reflects

@@ -7,24 +7,20 @@ starts the delivery-count at 2^32-5, so the counts the client must echo are near
 
 from ..casekit import case
 from ..clients.driver import DriverError
-from ..peer import ExpectationTimeout, PeerError
 from ..wire import End
 
 TIMEOUT_MS = 400
 
 
 def _get_with_timeout(ctx):
-    """The application opens a receiver with no prefetch and gets with TIMEOUT_MS on an empty queue: the
-    connection, our link, the pending receive, the client's credit grant and its drain flow (None when it sent
-    none within the timeout and the answer window)."""
-    conn, link = ctx.open_receiver(0)
+    """The application opens a receiver with no prefetch and gets with TIMEOUT_MS on an empty queue: our end
+    of the link, the pending receive, the client's credit grant and its drain flow (None when it sent none
+    within the timeout and the answer window)."""
+    link = ctx.receiver(0)
     got = ctx.app("receive", timeout_ms=TIMEOUT_MS)
-    grant = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0)
-    try:
-        drain = conn.expect_flow(link, drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
-    except ExpectationTimeout:
-        drain = None
-    return conn, link, got, grant, drain
+    grant = link.expect_credit()
+    drain = link.await_flow(drain=True, timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
+    return link, got, grant, drain
 
 
 @case("2.6.8/101", "Client receive(timeout), no message: its drain, then its next flow counts the drained credit",
@@ -34,34 +30,25 @@ def _get_with_timeout(ctx):
 def client_get_timeout_drained(ctx):
     """The application gets with a timeout on an empty queue: the credit it grants, the drain it sends when the
     time is up, and — after our drained flow consumed the credit — its next flow's delivery-count."""
-    conn, link, got, grant, drain = _get_with_timeout(ctx)
-    drained_seen = drain is not None
-    if drained_seen:
-        conn.drained(link, drain)
-    else:
-        conn.drained(link, grant, drain=False)
+    link, got, grant, drain = _get_with_timeout(ctx)
+    link.drained(drain if drain is not None else grant, drain=drain is not None)
     first = ctx.answer(got)
-    ctx.observe(drain_sent=drained_seen, first_receive=first)
-    if not drained_seen:
-        ctx.add_finding("2.6.8/synchronous-get-timeout", "the client sent no drain when the receive timed out "
-                        "(its credit stays granted)", expected="flow(drain=true) after the timeout",
-                        actual="no flow with drain", conn=conn)
+    ctx.observe(drain_sent=drain is not None, first_receive=first)
+    ctx.require(drain is not None, "2.6.8/synchronous-get-timeout", "the client sent no drain when the receive "
+                "timed out (its credit stays granted)", expected="flow(drain=true) after the timeout",
+                actual="no flow with drain", conn=link.conn)
     expected_dc = link.delivery_count         # ours, after the drained flow
     again = ctx.app("receive", timeout_ms=TIMEOUT_MS * 3)
-    try:
-        nxt = conn.expect_flow(link, link_credit=lambda c: c is not None and c > 0,
-                               timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
-    except ExpectationTimeout:
-        nxt = None
+    nxt = link.await_flow(link_credit=lambda c: c is not None and c > 0,
+                          timeout=TIMEOUT_MS / 1000 + ctx.answer_window())
     if nxt is not None:
-        conn.transfer(link, "after-drain")
+        link.transfer("after-drain")
         dc = nxt.body.delivery_count
-        if dc is None or int(dc) != expected_dc:
-            ctx.finding("2.7.4/receiver-delivery-count", "after the drained flow the client's flow does not carry "
-                        "the sender's delivery-count", conn, nxt, expected=f"delivery-count={expected_dc}",
-                        actual=f"delivery-count={dc}")
-    second = ctx.answer(again)
-    ctx.observe(second_receive=second)
+        ctx.require(dc is not None and int(dc) == expected_dc, "2.7.4/receiver-delivery-count", "after the drained "
+                    "flow the client's flow does not carry the sender's delivery-count",
+                    expected=f"delivery-count={expected_dc:#x}", actual=f"delivery-count={dc}", conn=link.conn,
+                    frame=nxt)
+    ctx.observe(second_receive=ctx.answer(again))
     if nxt is None:
         return ctx.informational("after the drained get the client granted no more credit for the next receive")
     return ctx.passed("the get sent credit, the timeout a drain, and the next flow counted the drained credit")
@@ -74,21 +61,18 @@ def client_get_timeout_drained(ctx):
 def client_get_timeout_message_at_drain(ctx):
     """Footnote (1) of Figure 2.44 from the receiver's side: the message arrives in answer to the drain. The
     link-credit was consumed by the transfer, so the receiver can tell a message arrived: the application
-    should get it (informative: what it got is recorded)."""
-    conn, link, got, _, drain = _get_with_timeout(ctx)
-    drained = drain is not None
-    conn.transfer(link, "at-the-drain")
-    conn.drained(link, drain=drained)
+    should get it (informative: what it got is recorded, from the library's own return values)."""
+    link, got, _, drain = _get_with_timeout(ctx)
+    link.transfer("at-the-drain")
+    link.drained(drain=drain is not None)
     answer = ctx.answer(got)
     messages = list(answer.get("messages") or [])
     if not messages:                 # the library may hand it to the next receive
-        answer = ctx.do("receive", timeout_ms=TIMEOUT_MS)
-        messages = list(answer.get("messages") or [])
-    ctx.observe(drain_sent=drained, messages=messages)
-    if "at-the-drain" not in messages:
-        ctx.add_finding("2.6.8/synchronous-get-timeout", "the message that consumed the credit never reached "
-                        "the application", expected="the application gets 'at-the-drain'",
-                        actual=f"it got {messages}", conn=conn)
+        messages = list(ctx.do("receive", timeout_ms=TIMEOUT_MS).get("messages") or [])
+    ctx.observe(drain_sent=drain is not None, messages=messages)
+    ctx.require("at-the-drain" in messages, "2.6.8/synchronous-get-timeout", "the message that consumed the credit "
+                "never reached the application", expected="the application gets 'at-the-drain'",
+                actual=f"the library's receive returned {messages}", conn=link.conn)
     return ctx.passed("the message that answered the drain reached the application")
 
 
@@ -99,22 +83,18 @@ def client_get_timeout_message_at_drain(ctx):
 def client_session_ended_during_drain(ctx):
     """The broker cannot fill the drain and ends the session (as brokers do under resource trouble): the
     receive must come back to the application, and the client should end its side too."""
-    conn, link, got, _, drain = _get_with_timeout(ctx)
-    drained = drain is not None
-    conn.end(link, error="amqp:internal-error")
+    link, got, _, drain = _get_with_timeout(ctx)
+    link.end_session(error="amqp:internal-error")
     try:
         answer = ctx.answer(got)
     except DriverError as exc:
         ctx.add_finding("2.6.8/synchronous-get-timeout", "the receive never came back after the broker ended the "
-                        "session", expected="an error or a timeout for the application", actual=str(exc), conn=conn)
+                        "session", expected="an error or a timeout for the application", actual=str(exc),
+                        conn=link.conn)
         raise
-    try:
-        conn.expect(End, timeout=ctx.answer_window())
-        ended = True
-    except PeerError:
-        ended = False
+    ended = link.conn.await_frame(End, timeout=ctx.answer_window())
     told = (not answer.get("ok")) or bool(answer.get("events"))
-    ctx.observe(drain_sent=drained, application=answer, client_ended=ended)
+    ctx.observe(drain_sent=drain is not None, application=answer, client_ended=ended is not None)
     how = f"told of the error ({answer.get('error') or answer.get('events')})" if told else "saw a plain timeout"
     return ctx.informational(f"the receive came back in {answer.get('ms')} ms; the application {how}; the client "
-                             f"{'answered' if ended else 'did not answer'} with end")
+                             f"{'answered' if ended is not None else 'did not answer'} with end")

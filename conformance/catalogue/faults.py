@@ -89,6 +89,9 @@ FAULTS: tuple[Fault, ...] = (
        "the receiver's delivery-count ignored: link-credit taken as the credit left", stale_count_as_credit=True),
     _p("plain-arithmetic", "2.6.7/delivery-count-serial",
        "credit computed with plain integers, wrong across the 2^32 wrap", plain_arithmetic=True),
+    _p("ignore-stale-stop", "2.6.7/no-send-without-credit",
+       "a receiver's flow(link-credit=0) whose delivery-count is behind the sender's (it crossed transfers in "
+       "flight, Figure 2.46) is ignored: the sender goes on to its old delivery-limit", ignore_stale_stop=True),
     _p("stopped-link-stays-stopped", "2.6.7/credit-formula",
        "after a flow with link-credit 0, new credit delivers nothing", drop_resume=True),
     _p("ignore-flow-without-delivery-count", "2.6.7/unknown-delivery-count",
@@ -164,6 +167,12 @@ FAULTS += (
     _c("client-ignore-echo", "2.7.4/echo", "the client never answers echo (SHOULD: non-strict)", ignore_echo=True),
     _c("client-ignore-unattached-handle", "2.7.4/unattached-handle",
        "the client ignores a flow on a handle it never attached", ignore_unattached_handle=True),
+    _c("client-credit-uint32", "2.6.7/no-send-without-credit",
+       "the sending client computes its credit in uint32: a withdrawal that crossed its transfers in flight "
+       "(delivery-count(rcv) + 0 - delivery-count(snd) < 0) wraps to ~2^32 and it sends on", credit_uint32=True),
+    _c("client-late-without-echo", "2.6.7/no-send-without-credit",
+       "the sending client never answers echo, and ignores a withdrawal whose delivery-count is behind its own: "
+       "it sends on to the old delivery-limit after reading the stop", late_without_echo=True),
 )
 
 BY_NAME: dict[str, Fault] = {f.name: f for f in FAULTS}

@@ -4,10 +4,11 @@
 `dependency:copy-dependencies` into `lib/` then `javac` of the driver, `go build` with the module cache,
 `cargo build --release` against crates.io with one target folder shared by the crate's releases, `apt-get
 install` of the Debian package then `g++` of the driver), each registry's ordinary client as the machine has it
-configured. A stamp names the driver sources it was
-built from: a changed driver is rebuilt, an unchanged one costs nothing. Whatever cannot be installed is one
-line naming what is missing (`ProvisionFailed`, exit 8). `command(lib)` is the argv, environment and
-working directory of the driver process.
+configured. A compiled driver (Java, Go, Rust, C++) is built into
+`build/<stamp>/`, the stamp naming the driver sources it was built from: a changed driver is built beside the
+others (checkouts with different drivers share the cache without rebuilding each other's), an unchanged one
+costs nothing. Whatever cannot be installed is one line naming what is missing (`ProvisionFailed`, exit 8).
+`command(lib)` is the argv, environment and working directory of the driver process.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def home(lib: Library) -> Path:
 
 def _stamp(lib: Library) -> str:
     """What the installed folder was made from: the release, and the driver sources where they are compiled
-    into it (Java, Go); a Python or Node.js driver runs from clients/ as it is."""
+    into it (Java, Go, Rust, C++); a Python or Node.js driver runs from clients/ as it is."""
     digest = hashlib.sha256(lib.label.encode())
     if lib.registry in COMPILED:
         for path in sorted(lib.driver_dir.rglob("*")):
@@ -49,7 +50,14 @@ def _stamp(lib: Library) -> str:
     return digest.hexdigest()[:16]
 
 
+def build_dir(lib: Library) -> Path:
+    """Where the driver built from the current sources lives (Java classes, a Go, Rust or C++ binary)."""
+    return home(lib) / "build" / _stamp(lib)
+
+
 def provisioned(lib: Library) -> bool:
+    if lib.registry in COMPILED:
+        return (build_dir(lib) / ".built").exists()
     stamp = home(lib) / ".provisioned"
     return stamp.exists() and stamp.read_text().strip() == _stamp(lib)
 
@@ -94,7 +102,10 @@ def provision(lib: Library) -> Path:
             _debian(lib, dest, what)
         else:                                                     # pragma: no cover - the table is ours
             raise ProvisionFailed(f"{what}: unknown registry {lib.registry}")
-        (dest / ".provisioned").write_text(_stamp(lib) + "\n")
+        if lib.registry in COMPILED:
+            (build_dir(lib) / ".built").write_text(_stamp(lib) + "\n")
+        else:
+            (dest / ".provisioned").write_text(_stamp(lib) + "\n")
     return dest
 
 
@@ -120,10 +131,11 @@ def _maven(lib: Library, dest: Path, what: str) -> None:
     jars = dest / "lib"
     if not any(jars.glob(f"{lib.package.split(':')[1]}-*.jar")):
         copy_dependencies([f"{lib.package}:{lib.version}"], jars, what)
-    classes = dest / "classes"
+    build = build_dir(lib)
+    classes = build / "classes"
     shutil.rmtree(classes, ignore_errors=True)
-    classes.mkdir()
-    src = dest / "src"
+    classes.mkdir(parents=True)
+    src = build / "src"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir()
     jms = "jakarta.jms" if any(jars.glob("jakarta.jms-api-3*.jar")) else "javax.jms"
@@ -134,21 +146,22 @@ def _maven(lib: Library, dest: Path, what: str) -> None:
 
 
 def _go(lib: Library, dest: Path, what: str) -> None:
-    work = dest / "src"
+    work = build_dir(lib) / "src"
     shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
+    work.mkdir(parents=True)
     for f in lib.driver_dir.glob("*.go"):
         shutil.copy(f, work / f.name)
     env = {**os.environ, "GOFLAGS": "-mod=mod"}
     _run(["go", "mod", "init", "amqpconformance/driver"], what, "Go (apt-get install golang)", cwd=work, env=env)
     _run(["go", "get", f"{lib.package}@v{lib.version}"], what, "Go", cwd=work, env=env)
-    _run(["go", "build", "-o", str(dest / "driver"), "."], what, "Go", cwd=work, env=env)
+    _run(["go", "build", "-o", str(build_dir(lib) / "driver"), "."], what, "Go", cwd=work, env=env)
 
 
 def _cargo(lib: Library, dest: Path, what: str) -> None:
     """The driver crate (clients/<driver>/) with the pinned release as its dependency (`=VERSION`), built with
     cargo into a target folder the releases share (their common dependencies, tokio and serde, compile once)."""
-    work = dest / "src"
+    build_dir(lib).mkdir(parents=True, exist_ok=True)
+    work = build_dir(lib) / "src"
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(lib.driver_dir, work)
     manifest = work / "Cargo.toml"
@@ -159,8 +172,8 @@ def _cargo(lib: Library, dest: Path, what: str) -> None:
     _run(["cargo", "build", "--release", "--quiet"], what, "Rust's cargo (rustup or apt-get install cargo)",
          cwd=work, env=env)
     built = target / "release" / manifest_name(manifest)
-    shutil.copy2(built, dest / "driver.partial")
-    os.replace(dest / "driver.partial", dest / "driver")
+    shutil.copy2(built, build_dir(lib) / "driver.partial")
+    os.replace(build_dir(lib) / "driver.partial", build_dir(lib) / "driver")
 
 
 def manifest_name(manifest: Path) -> str:
@@ -186,7 +199,8 @@ def _debian(lib: Library, dest: Path, what: str) -> None:
         raise ProvisionFailed(f"{what}: apt installed {lib.package} {have or '(nothing)'}, not release "
                               f"{lib.version}; use a Debian suite that has {lib.version}")
     sources = sorted(str(p) for p in lib.driver_dir.glob("*.cpp"))
-    _run(["g++", "-std=c++17", "-O1", "-pthread", "-o", str(dest / "driver"), *sources, "-lqpid-proton-cpp"],
+    build_dir(lib).mkdir(parents=True, exist_ok=True)
+    _run(["g++", "-std=c++17", "-O1", "-pthread", "-o", str(build_dir(lib) / "driver"), *sources, "-lqpid-proton-cpp"],
          what, "a C++ compiler (apt-get install g++)")
 
 
@@ -202,6 +216,6 @@ def command(lib: Library) -> tuple[list[str], dict, str | None]:
         return ["node", str(lib.driver_dir / "driver.js")], env, None
     if lib.registry == "maven":
         java = shutil.which("java") or "java"
-        cp = f"{dest / 'classes'}:{dest / 'lib' / '*'}"
+        cp = f"{build_dir(lib) / 'classes'}:{dest / 'lib' / '*'}"
         return [java, "-Xshare:auto", "-XX:TieredStopAtLevel=1", "-cp", cp, "Driver"], env, None
-    return [str(dest / "driver")], env, None
+    return [str(build_dir(lib) / "driver")], env, None

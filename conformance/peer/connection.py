@@ -36,6 +36,7 @@ from .errors import (
 )
 from .expectations import Expectations
 from .handshake import client_handshake, server_handshake
+from .hold import ReadHold
 from .inbound import Inbound
 from .ladder import summarize
 from .state import PeerState
@@ -104,6 +105,8 @@ class Peer(Expectations):
         self._cond = threading.Condition()
         self._failure: Exception | None = None
         self._inbound = Inbound(self.state)
+        self._hold: ReadHold | None = None   # frames received and not read yet (hold.py)
+        self.released_at = 0                 # arrival position right after the frames the last hold kept
         self.transport = Transport(sock, name=f"amqp-peer-{role}", on_data=self._received, on_end=self._ended)
         self._read_here = self.transport.read_here if self.transport.direct else None
         self.transport.start()
@@ -358,22 +361,25 @@ class Peer(Expectations):
 
     def _received(self, data: bytes) -> bool:
         """Bytes off the socket: decode (inbound.py), record, queue; False ends reading (malformed input).
-        The transport's read lock makes this one call at a time, in stream order."""
+        The transport's read lock makes this one call at a time, in stream order. While reads are held
+        (hold.py) the decoded frames are kept unread; malformed input ends the hold (all is read first)."""
         fed = self._inbound.decode(data)     # only the reading thread decodes: no peer lock held meanwhile
         items = fed.items
+        hold = self._hold
+        if hold is not None:
+            if fed.error is None:
+                items = hold.split(items)
+                if not items:
+                    with self._cond:
+                        self._cond.notify_all()      # a script awaiting a held frame looks again
+                    return True
+            else:
+                items, self._hold = hold.held + items, None
         if items:
             self.transcript.add_items("in", items)
         with self._cond:
             if items:
-                self._inbound.observe(items)
-                arrived, inbox = self.arrived, self._inbox
-                for item in items:
-                    if isinstance(item, Frame) and item.body is None:
-                        continue       # heartbeats are recorded, not queued
-                    if isinstance(item, Frame) and isinstance(item.body, Close):
-                        self.remote_closed = True
-                    inbox.append((len(arrived), item))
-                    arrived.append(item)
+                self._read(items)
             if fed.error is not None:
                 exc = fed.error
                 if hasattr(exc, "data"):          # wire.NotAProtocolHeader: not an AMQP peer at all
@@ -386,6 +392,70 @@ class Peer(Expectations):
                     self._failure = MalformedInput(exc, fed.bad, list(self.arrived))
             self._cond.notify_all()
             return fed.error is None
+
+    def _read(self, items: list) -> None:
+        """Under `_cond`: show frames to the bookkeeping and queue them for expectations, in order."""
+        self._inbound.observe(items)
+        arrived, inbox = self.arrived, self._inbox
+        for item in items:
+            if isinstance(item, Frame) and item.body is None:
+                continue       # heartbeats are recorded, not queued
+            if isinstance(item, Frame) and isinstance(item.body, Close):
+                self.remote_closed = True
+            inbox.append((len(arrived), item))
+            arrived.append(item)
+
+    # -- holding reads (hold.py): a frame of the other side in flight while ours goes out ----------------------
+
+    def hold_reads_after(self, after: Callable[[Frame], bool] | None) -> None:
+        """Arm a hold: once a frame `after(frame)` accepts has been read, what arrives later is kept unread
+        (not recorded, not in the bookkeeping, not expected) until `release_reads()`. Arm it before that
+        frame can arrive. `after` None: hold from now on."""
+        with self.transport.reading(), self._cond:
+            self._hold = ReadHold(after)
+
+    def await_held(self, predicate: Callable[[Frame], bool], what: str, timeout: float | None = None) -> Frame:
+        """Wait (bounded: the frame timeout unless given) until a frame `predicate` accepts has arrived and is
+        held unread: it is in our receive buffer while we send. `ExpectationTimeout` naming `what` else."""
+        def find():
+            hold = self._hold
+            return hold.find(predicate) if hold is not None and hold.holding else None
+        return self._wait(f"{what} (held unread)", timeout, find)
+
+    @property
+    def holding(self) -> bool:
+        """A hold is armed (frames after the one it names stay unread until `release_reads`)."""
+        return self._hold is not None
+
+    def held(self) -> list:
+        """The frames received and not read yet (empty without a hold)."""
+        return [f for f in self.held_items() if isinstance(f, Frame)]
+
+    def held_items(self) -> list:
+        """Every item received and not read yet (frames and headers), in order."""
+        with self.transport.reading(), self._cond:
+            hold = self._hold
+            return list(hold.held) if hold is not None else []
+
+    def release_reads(self, note: str = "", *, noted: int | None = None) -> list:
+        """End the hold: the held frames are read now, in order; the first `noted` (default all) are recorded
+        with `note` (e.g. that it was unread while our frame went out: frames held later arrived meanwhile).
+        Returns them; `released_at` is the arrival position after the noted ones."""
+        with self.transport.reading():
+            with self._cond:
+                hold, self._hold = self._hold, None
+            items = hold.held if hold is not None else []
+            count = len(items) if noted is None else noted
+            for k, item in enumerate(items):
+                self.transcript.add("in", item, item.raw, note=note if k < count else "")
+            with self._cond:
+                start = len(self.arrived)
+                if items:
+                    self._read(items)
+                self.released_at = start + sum(1 for item in items[:count]
+                                               if not (isinstance(item, Frame) and item.body is None))
+                self._cond.notify_all()
+        return [f for f in items if isinstance(f, Frame)]
 
     def _ended(self, how: str | None) -> None:
         """The stream ended: `how` from the transport (None: we closed it), CLOSE_FRAME when a close came."""

@@ -95,6 +95,11 @@ class Transport:
 
     # -- reading -------------------------------------------------------------------------------------------
 
+    def reading(self):
+        """The read lock as a context manager: no chunk is read and handed on while it is held (the peer
+        arms and releases a hold of its reads under it, so frames stay in stream order)."""
+        return self._read_lock
+
     def read_here(self, timeout: float) -> bool:
         """For a thread waiting for input: read one chunk on this thread, waiting up to `timeout` seconds for
         it, and hand it to `on_data` (or the end to `on_end`) before returning. False when this thread cannot

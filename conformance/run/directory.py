@@ -7,6 +7,8 @@ results.jsonl and writing a file atomically are `conformance.results`'s:
                                                 how many case x broker pairs were scheduled, when it finished)
     <reports>/runs/<run-id>/results.jsonl       one record per finished case, appended and flushed
     <reports>/runs/<run-id>/transcripts/<case>__<broker>.json / .txt   frames and ladder diagram
+    <reports>/runs/<run-id>/bug-reports/<case>__<label>.md   a client library's fail / non-strict cell as a
+                                                paste-able bug report (report/bugreport.py)
 
 Each record is written as one line with a single write under a file lock, so concurrent pytest-xdist
 workers never interleave and an interrupted run leaves every finished case readable. `finished_at` is set
@@ -30,8 +32,11 @@ from filelock import FileLock
 from .. import __version__
 from ..errors import BadResults
 from ..options import default_reports_dir
-from ..results import (RESULTS_FILE, CaseResult, append_line, atomic_write_json, count_records, read_records,
-                       transcript_stem)
+from ..report.bugreport import render_bug_report, wanted
+from ..results import (RESULTS_FILE, CaseResult, append_line, atomic_write_json, atomic_write_text, count_records,
+                       read_records, transcript_stem)
+
+BUG_REPORTS = "bug-reports"
 
 
 def new_run_id(now: _dt.datetime | None = None) -> str:
@@ -124,6 +129,9 @@ class RunDirectory:
             atomic_write_json(self.path / "transcripts" / f"{stem}.json", result.transcripts)
         if result.ladders:
             (self.path / "transcripts" / f"{stem}.txt").write_text("\n\n".join(result.ladders), "utf-8")
+        if result.observations.get("bug_report"):        # a client cell that broke a MUST / SHOULD
+            (self.path / BUG_REPORTS).mkdir(exist_ok=True)
+            atomic_write_text(self.path / result.observations["bug_report"], render_bug_report(result))
         with self._lock:
             append_line(self.results_file, line)
 
@@ -146,6 +154,12 @@ class RunDirectory:
 
     def records(self) -> list[dict]:
         return read_records(self.results_file)
+
+    @staticmethod
+    def bug_report_of(result: CaseResult) -> str | None:
+        """Where (relative to the run directory) `result`'s bug report goes, if it gets one
+        (`report.bugreport.wanted`): `bug-reports/<case>__<label>.md`, the transcripts' stem."""
+        return f"{BUG_REPORTS}/{transcript_stem(result.case_id, result.broker)}.md" if wanted(result) else None
 
     def drop_transcripts(self, case_id: str, broker: str) -> None:
         """Remove the transcript files of one record (selfcheck keeps only those whose verdict changed)."""

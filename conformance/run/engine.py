@@ -262,6 +262,10 @@ class Pipeline:
 
     def _keep(self, result) -> None:
         """Serialise the record once: the line results.jsonl gets is the one the controller reads."""
+        if self.run is not None:
+            report = self.run.bug_report_of(result)
+            if report is not None:
+                result.observations["bug_report"] = report
         self._current = record_line(result, self.run.run_id if self.run is not None else None)
         if self.run is not None:
             self.run.record(result, self._current)

@@ -22,7 +22,7 @@ from ..peer import ConnectionLost, ExpectationTimeout, Peer, PeerError
 from ..peer.connection import Timeouts
 from ..wire import AmqpValue, Attach, Begin, Close, Detach, End, Flow, Transfer, encode_message
 from ..wire.decode import decode_all
-from ..wire.serial import serial_add
+from ..wire.serial import serial_add, serial_diff
 
 TICK = 0.01          # how long one turn of the loop waits for a frame
 
@@ -35,7 +35,13 @@ class ClientFaults:
     ignore_drain: bool = False              # 2.6.7/drain-advance: an idle sender leaves a drain unanswered
     ignore_echo: bool = False               # 2.7.4/echo
     ignore_unattached_handle: bool = False  # 2.7.4/unattached-handle
+    credit_uint32: bool = False             # 2.6.7/no-send-without-credit: its credit computed in uint32, so a
+                                            # withdrawal crossing its transfers wraps to ~2^32 (go-amqp, proton-c)
+    late_without_echo: bool = False         # 2.6.7/no-send-without-credit: never answers echo, and a withdrawal
+                                            # behind its delivery-count is ignored: it sends on to the old limit
     hang: bool = False                      # not a catalogue fault: the driver stops answering (`--hang`)
+    leave_drain: bool = False               # not a catalogue fault: a driver bug (`--leave-drain`): the drain is
+                                            # handed to the application, which leaves it unanswered
 
     @classmethod
     def named(cls, *names: str) -> "ClientFaults":
@@ -59,7 +65,9 @@ class ReferenceClient:
         self.errors: list[str] = []
         self.current = None     # [op, id, args, deadline, progress]
         self.attached: set[int] = set()
-        self.no_manual_credit = False      # --no-manual-credit: a receiver needs a credit window (unsupported)
+        self.drains: list[dict] = []   # drains handed to the application since the last answer
+        self.no_manual_credit = False  # --no-manual-credit: a receiver needs a credit window (unsupported)
+        self.limit = None       # our sender's delivery-limit as the broker's flows set it (late_without_echo)
 
     # -- frames from the broker ------------------------------------------------------------------------------
 
@@ -75,11 +83,19 @@ class ReferenceClient:
                 return
             link = peer.state.link(0, self.tx) if self.tx is not None else None
             mine = self.tx is not None and link is not None and link.remote_handle == int(body.handle)
-            if mine and body.drain and not self._sending() and not self.faults.ignore_drain:
-                link.delivery_count = serial_add(link.delivery_count, max(link.link_credit, 0))
-                link.link_credit = 0
-                self.flow_out(self.tx, drain=True, link_credit=0)
-            elif body.echo and not self.faults.ignore_echo:
+            if mine:
+                self._credit(link, body)
+            if mine and body.drain and not self._sending():
+                handed = {"handed": "a drain on the idle sender", "answered": None}
+                self.drains.append(handed)
+                if not self.faults.leave_drain and not self.faults.ignore_drain:
+                    link.delivery_count = serial_add(link.delivery_count, max(link.link_credit, 0))
+                    link.link_credit = 0
+                    self.flow_out(self.tx, drain=True, link_credit=0)
+                    handed["answered"] = "flow(drain=true, link-credit=0)"
+                elif self.faults.ignore_drain:          # the library's fault: it never hands it on
+                    self.drains.remove(handed)
+            elif body.echo and not self.faults.ignore_echo and not self.faults.late_without_echo:
                 handle = self.tx if mine else self.rx
                 if mine:
                     self.flow_out(handle, link_credit=max(link.link_credit, 0))
@@ -89,6 +105,8 @@ class ReferenceClient:
             for section in decode_all(frame.payload or b""):
                 if isinstance(section, AmqpValue):
                     self.inbox.append(str(section.value))
+            if not body.settled:                  # settled as its settle mode expects: accepted
+                peer.disposition(0, first=int(body.delivery_id), role=True, settled=True)
             if self.window and self.rx is not None:
                 self.flow_out(self.rx, link_credit=self.window)
         elif isinstance(body, End):
@@ -96,6 +114,18 @@ class ReferenceClient:
             peer.end(0)
         elif isinstance(body, Close):
             self.errors.append(f"connection closed: {Peer.error_condition(frame)}")
+
+    def _credit(self, link, flow) -> None:
+        """Our sender's credit from the broker's flow (the books computed 2.6.7's formula, signed); the
+        faults compute it as the libraries that break it do."""
+        if self.faults.credit_uint32:
+            link.link_credit &= 0xFFFFFFFF
+            return
+        if self.faults.late_without_echo and self.limit is not None and flow.delivery_count is not None \
+                and serial_diff(int(flow.delivery_count), link.delivery_count) > 0:
+            link.link_credit = serial_diff(link.delivery_count, self.limit)     # a stop behind us: ignored
+            return
+        self.limit = serial_add(link.delivery_count, max(link.link_credit, 0))
 
     def flow_out(self, handle, **fields):
         link = self.peer.state.link(0, handle)
@@ -116,6 +146,7 @@ class ReferenceClient:
         op, rid = req.get("op"), req.get("id")
         timeout = req.get("timeout_ms", 5000) / 1000.0 * max(1, req.get("count", 1))
         self.current = [op, rid, req, time.monotonic() + timeout, {"sent": 0, "got": [], "drained": False}]
+        self.started = time.monotonic()
         try:
             if op == "connect":                # a new connection: nothing of the last one stays
                 self.rx = self.tx = None
@@ -151,6 +182,8 @@ class ReferenceClient:
                 return self.done({"api": "flow(link-credit=0, echo=true)"})
             if op == "send":
                 return
+            if op == "poll":
+                return self.done({})
             if op == "close":
                 self.peer.close_connection()
                 try:
@@ -222,8 +255,11 @@ class ReferenceClient:
             return
         rid = self.current[1] if self.current else None
         self.current = None
+        answer["ms"] = round((time.monotonic() - self.started) * 1000)
         if self.errors and answer.get("ok"):
             answer["events"] = list(self.errors)
+        if self.drains:
+            answer["drains"], self.drains = self.drains, []
         print(json.dumps({"id": rid, **answer}), flush=True)
 
     # -- the loop --------------------------------------------------------------------------------------------
@@ -255,12 +291,14 @@ def main(argv=None) -> None:
     names = [f.name for f in fault_catalogue.of_kind("client")]
     parser.add_argument("--fault", action="append", default=[], choices=names)
     parser.add_argument("--hang", action="store_true", help="answer no command (a hung library)")
+    parser.add_argument("--leave-drain", action="store_true",
+                        help="a driver bug: the drain handed to the application is left unanswered")
     parser.add_argument("--no-manual-credit", action="store_true",
                         help="answer `unsupported` to a receiver with no credit window (a library without one)")
     args = parser.parse_args(argv)
     faults = ClientFaults.named(*args.fault)
-    if args.hang:
-        faults = ClientFaults(**{**{f.name: getattr(faults, f.name) for f in fields(ClientFaults)}, "hang": True})
+    extra = {"hang": args.hang, "leave_drain": args.leave_drain}
+    faults = ClientFaults(**{**{f.name: getattr(faults, f.name) for f in fields(ClientFaults)}, **extra})
     client = ReferenceClient(faults)
     client.no_manual_credit = args.no_manual_credit
     client.run()
@@ -270,11 +308,14 @@ if __name__ == "__main__":
     main()
 
 
-def subject(*faults: str, hang: bool = False, name: str | None = None, args: tuple[str, ...] = ()):
+def subject(*faults: str, hang: bool = False, leave_drain: bool = False, no_manual_credit: bool = False,
+            name: str | None = None):
     """The reference client (with the given catalogue faults) as a run's subject, like a client library."""
     from ..clients import ClientSubject, Library
-    label = name or "+".join(("reference-client", *faults)) + ("+hang" if hang else "")
-    lib = Library("amqp-conformance-reference-client", "1.0", "Python", "none", "", "", "our peer as a client")
+    flags = ((["--hang"] if hang else []) + (["--leave-drain"] if leave_drain else [])
+             + (["--no-manual-credit"] if no_manual_credit else []))
+    label = name or "+".join(("reference-client", *faults, *(f[2:] for f in flags)))
+    lib = Library("amqp-conformance-reference-client", "1.0", "Python", "none", "", "", "our peer as a client",
+                  "the reference client answers a drain on its idle sender itself")
     argv = [sys.executable, "-m", "conformance.selftest.client", *[x for f in faults for x in ("--fault", f)]]
-    return ClientSubject(lib, argv=argv + (["--hang"] if hang else []) + list(args), name=label, version="1.0",
-                         ready_timeout=30.0)
+    return ClientSubject(lib, argv=argv + flags, name=label, version="1.0", ready_timeout=30.0)

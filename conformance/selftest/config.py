@@ -49,6 +49,8 @@ class Faults:
     detach_on_excess: bool = True         # excess transfers from publisher: detach (True) or accept (False)
     omit_next_incoming_id: bool = False   # 2.7.4/next-incoming-id-set
     drop_resume: bool = False             # 2.6.10: after credit 0 then new credit, deliver nothing
+    ignore_stale_stop: bool = False       # 2.6.7/no-send-without-credit: a flow(link-credit=0) whose delivery-count is
+                                          # behind ours (it crossed transfers in flight) is ignored (ActiveMQ Artemis)
     answer_after_session_error: bool = False  # 2.5.4/session-error-end: keeps answering after its end
     drop_on_window_excess: bool = False   # 2.5.4/session-error-end: drops the connection, no end frame
     next_outgoing_id_offset: int = 0      # 2.5.6/next-outgoing-id-serial: flows carry a shifted next-outgoing-id

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
-from ..wire import Data, Flow, Transfer, encode_message, serial_add
+from ..wire import Data, Flow, Transfer, encode_message, serial_add, serial_diff
 
 from .queues import OutgoingLink, Session, Queue
 
@@ -59,6 +59,11 @@ class FlowHandling:
             return
         if self.faults.ignore_flow_without_delivery_count and flow.delivery_count is None:
             b.link_credit = before
+            return
+        if self.faults.ignore_stale_stop and credit == 0 and flow.delivery_count is not None \
+                and serial_diff(int(flow.delivery_count), b.delivery_count) > 0:
+            b.link_credit = before            # the stop crossed our transfers: "not meant for now", ignored
+            self._pump_link(s, link)
             return
         # 2.6.7: link-credit(snd) := delivery-count(rcv) + link-credit(rcv) - delivery-count(snd) (an unspecified
         # delivery-count(rcv) is our attach's initial one): the books computed it from the flow; faults differ

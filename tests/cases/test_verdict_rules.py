@@ -127,7 +127,7 @@ def _drain_obligation(frames):
     channel 0, handle 0, scanned over the broker's `frames` that followed it (a session end with an error last)."""
     from types import SimpleNamespace
 
-    from conformance.casekit.context import _ended_while_open
+    from conformance.casekit.record import _ended_while_open
     from conformance.casekit.findings import Obligation
     from conformance.casekit.scripts import ReceiverScript
     from conformance.peer.transcript import Entry

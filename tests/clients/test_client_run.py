@@ -36,6 +36,12 @@ def test_run_client_records_the_library_like_a_broker(label, tmp_path, capsys):
     assert any(name.startswith("2.7.4_101") or "101" in name for name in transcripts), transcripts
     assert json.loads((run / "run.json").read_text())["subject_kind"] == "client"
     assert "1 client" in out
+    for r in records:                      # a fail / non-strict cell has its paste-able bug report beside it
+        report = r["observations"].get("bug_report")
+        assert (report is not None) == (r["verdict"] in ("fail", "non-strict")), r
+        if report:
+            text = (run / report).read_text()
+            assert text.startswith(f"## {lib.name} {lib.version}: ") and f"--client {label} {r['case_id']}" in text
 
 
 def test_clients_list_and_usage_errors(capsys, tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.2, connect_timeout=5.0)
 
 def test_a_receiver_the_api_lacks_is_unsupported_and_the_run_goes_on():
     cases = load_clients()
-    s = subject(name="reference-client-window-only", args=("--no-manual-credit",))
+    s = subject(name="reference-client-window-only", no_manual_credit=True)
     try:
         pull = run_case(cases["2.6.8/101"], s, OPTIONS)               # needs a receiver with no credit window
         assert pull.verdict is Verdict.UNSUPPORTED, pull.reason
