@@ -27,7 +27,7 @@ import time
 
 from ..clients.driver import DriverError
 from ..peer import PeerServer, matches
-from ..peer.errors import PeerError, UnexpectedFrame
+from ..peer.errors import ExpectationTimeout, PeerError, UnexpectedFrame
 from ..wire import Attach, Begin, Close, Detach, End
 from .client_links import ReceivingEnd, SendingEnd
 from .findings import CaseUnsupported, SuiteError
@@ -35,6 +35,7 @@ from .record import CaseRecord
 
 INITIAL_DELIVERY_COUNT = 2**32 - 5      # the scripted broker's sender starts here: the serial wrap is near
 INCOMING_WINDOW = 2048                  # the scripted broker's session incoming-window unless a case says
+SLICE = 0.05                            # a wait that also watches the application's answer looks at it this often
 
 
 class DriverLeftDrain(DriverError):
@@ -86,6 +87,34 @@ class ClientConnection:
         nothing: the caller says what the absence means)."""
         try:
             return self.expect(kinds, timeout=timeout, **fields)
+        except PeerError:
+            return None
+
+    def expect_until(self, kinds, pending, *, timeout: float | None = None, proves=None, **fields):
+        """`expect` bounded by `timeout` (default: the frame timeout), and shortened by a round trip through
+        the application: once its command `pending` is answered and `proves(answer)` says the library has
+        read what we sent before the awaited frame was due (default: any answer), the client gets one quiet
+        period more, then its absence is the answer (ExpectationTimeout, which names the round trip)."""
+        wait = self.ctx.options.frame_timeout if timeout is None else timeout
+        start = time.monotonic()
+        deadline, proven = start + wait, False
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return self.expect(kinds, timeout=max(0.0, min(left, SLICE)), **fields)
+            except ExpectationTimeout as exc:
+                if left <= SLICE:
+                    how = (f" (the application's {pending.op} came back {'having' if proven else 'without'} "
+                           "proving the library read what came before)") if pending.done() else ""
+                    raise ExpectationTimeout(exc.description + how, time.monotonic() - start, exc.arrived) from None
+            if not proven and pending.done() and (proves is None or proves(pending.result(0))):
+                proven = True
+                deadline = min(deadline, time.monotonic() + self.ctx.options.quiet_period)
+
+    def await_frame_until(self, kinds, pending, *, timeout: float | None = None, proves=None, **fields):
+        """`expect_until`, or None when nothing matching came or the connection ended (judges nothing)."""
+        try:
+            return self.expect_until(kinds, pending, timeout=timeout, proves=proves, **fields)
         except PeerError:
             return None
 
