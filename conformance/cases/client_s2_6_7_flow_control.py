@@ -168,7 +168,8 @@ def client_sender_drain(ctx):
     its delivery-count until link-credit is zero, and send its updated flow state to the receiver."""
     link = ctx.sender()
     start = link.delivery_count
-    mark = link.peer.mark()             # its answer comes after our drain (a flow it sent on attach is not one)
+    link.conn.settle_down(Flow)         # a flow it sends on attach has come (and is not the answer)
+    mark = link.peer.mark()             # its answer comes after our drain
     link.flow(link_credit=5, drain=True)
     reply = link.await_flow(timeout=ctx.answer_window(), after=mark)
     ctx.app_events()                      # what the library handed the application meanwhile

@@ -44,7 +44,8 @@ def client_flow_delivery_count(ctx):
 def client_sender_echo(ctx):
     """2.7.4: If set to true then the receiver SHOULD send its state at the earliest convenient opportunity."""
     link = ctx.sender()
-    mark = link.peer.mark()             # its answer comes after our echo (a flow it sent on attach is not one)
+    link.conn.settle_down(Flow)         # a flow it sends on attach has come (and is not the answer)
+    mark = link.peer.mark()             # its answer comes after our echo
     link.flow(link_credit=3, echo=True)
     reply = link.await_flow(timeout=ctx.answer_window(), after=mark)
     ctx.require(reply is not None, "2.7.4/echo", "the client's sender did not answer our echo",
