@@ -9,6 +9,7 @@ const readline = require('readline');
 const version = require('rhea-promise/package.json').version;
 const rheaVersion = require('rhea/package.json').version;
 let conn = null, receiver = null, sender = null, senderPromise = null, pull = false;
+let ended = false;          // the current connection was lost (disconnected)
 const inbox = [];
 let waiter = null;          // a receive waiting for a message
 const events = [];          // what the library told the application, not yet reported
@@ -30,7 +31,7 @@ const ops = {
     // new Connection(ConnectionOptions) + await connection.open() (README "Receiving a message" / "Sending a
     // message"; lib/connection.ts constructor and open()); core-amqp's ConnectionContextBase.create passes
     // `reconnect: false` and its own idle timeout (sdk/core/core-amqp/src/ConnectionContextBase.ts).
-    events.length = 0; drains.length = 0; inbox.length = 0;
+    events.length = 0; drains.length = 0; inbox.length = 0; ended = false;
     const c = new rp.Connection({ host: u.hostname, port: Number(u.port), transport: 'tcp', reconnect: false,
                                   container_id: 'amqp-conformance-client', idle_time_out: 0 });
     conn = c;
@@ -38,7 +39,7 @@ const ops = {
     c.on(rp.ConnectionEvents.connectionError, (ctx) => note('connection_error', ctx, c));
     c.on(rp.ConnectionEvents.protocolError, (ctx) => note('protocol_error', ctx, c));
     c.on(rp.ConnectionEvents.error, (ctx) => note('error', ctx, c));
-    c.on(rp.ConnectionEvents.disconnected, (ctx) => note('disconnected', ctx, c));
+    c.on(rp.ConnectionEvents.disconnected, (ctx) => { if (c === conn) ended = true; note('disconnected', ctx, c); });
     await c.open({ timeoutInSeconds: Math.max(1, Math.ceil((a.timeout_ms || 5000) / 1000)) });
     return {};
   },
@@ -173,6 +174,7 @@ const ops = {
     // await connection.close() (README; lib/connection.ts close()).
     const c = conn;
     conn = null;
+    if (ended) return {};   // the connection is gone (disconnected): nothing to close, nothing to wait for
     await Promise.race([c.close(), new Promise((r) => setTimeout(r, 2000))]);
     return {};
   },

@@ -35,6 +35,7 @@ public class Driver {
     static Vertx vertx;
     static Context ctx;
     static ProtonConnection conn;
+    static volatile boolean ended;   // the current connection was closed by the broker or lost
     static ProtonReceiver receiver;
     static ProtonSender sender;
     static boolean manual;
@@ -85,6 +86,7 @@ public class Driver {
             case "connect": {
                 URI u = new URI(a.get("url"));
                 conn = null;            // a fresh connection per case: the last one's late events do not count
+                ended = false;
                 inbox.clear();
                 synchronized (Driver.class) { events.clear(); }
                 // ProtonClient.create(vertx).connect(options, host, port, handler) then connection.open()
@@ -100,9 +102,10 @@ public class Driver {
                         c.closeHandler(r -> {
                             if (c == conn) event("connection closed by the broker" + (c.getRemoteCondition() != null
                                 ? ": " + c.getRemoteCondition().getCondition() + " " + c.getRemoteCondition().getDescription() : ""));
+                            if (c == conn) ended = true;
                             c.close();
                         });
-                        c.disconnectHandler(x -> { if (c == conn) event("disconnected"); });
+                        c.disconnectHandler(x -> { if (c == conn) { event("disconnected"); ended = true; } });
                         // ProtonConnection Javadoc: sessionOpenHandler (a session the peer begins is opened) and
                         // openHandler, then open() (README "Creating a client")
                         c.sessionOpenHandler(s -> s.open());
@@ -213,7 +216,9 @@ public class Driver {
                 return ",\"sent\":" + sent[0];
             }
             case "close": {
-                if (conn != null) {
+                if (conn != null && ended) {
+                    conn = null;        // closed by the broker (answered in closeHandler) or lost: nothing to wait for
+                } else if (conn != null) {
                     try {
                         onContext(2000, (CompletableFuture<Void> f) -> {
                             // ProtonConnection.close() (ProtonConnection Javadoc); the closeHandler fires on the answer.

@@ -84,7 +84,7 @@ def client_unattached_handle(ctx):
     # application that message has read our flow(handle=9): its end then gets one quiet period more. Without
     # that proof the wait is the frame timeout. (Not sent once the client's end has been read.)
     link.transfer(AFTER)
-    got = ctx.app("receive", timeout_ms=1000)
+    got = ctx.app("receive", timeout_ms=500)
     read_it = lambda answer: AFTER in (answer.get("messages") or [])     # noqa: E731
     try:
         frame = link.conn.expect_until((End, Close), got, proves=read_it)
@@ -93,6 +93,8 @@ def client_unattached_handle(ctx):
             ctx.observe(round_trip=f"the application received {AFTER!r}, sent right behind our flow(handle=9)")
         _collect(ctx, got)
         return _no_end(ctx, link, ours, exc)
+    if isinstance(frame.body, End):
+        link.end_session()               # our end answers the client's (it may wait for it before it closes)
     _collect(ctx, got)
     condition = link.peer.error_condition(frame)
     error = frame.body.error
