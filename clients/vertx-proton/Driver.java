@@ -98,7 +98,7 @@ public class Driver {
                         if (res.failed()) { f.completeExceptionally(res.cause()); return; }
                         ProtonConnection c = res.result();
                         conn = c;
-                        // ProtonConnection.closeHandler / disconnectHandler: what the application is told.
+                        // closeHandler / disconnectHandler (ProtonConnection Javadoc): what the application is told.
                         c.closeHandler(r -> {
                             if (c == conn) event("connection closed by the broker" + (c.getRemoteCondition() != null
                                 ? ": " + c.getRemoteCondition().getCondition() + " " + c.getRemoteCondition().getDescription() : ""));
