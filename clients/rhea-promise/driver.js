@@ -9,7 +9,7 @@ const readline = require('readline');
 const version = require('rhea-promise/package.json').version;
 const rheaVersion = require('rhea/package.json').version;
 let conn = null, receiver = null, sender = null, senderPromise = null, pull = false;
-let ended = false;          // the current connection was lost (disconnected)
+let ended = false;          // the current connection was lost (disconnected) or ended by rhea after an error
 const inbox = [];
 let waiter = null;          // a receive waiting for a message
 const events = [];          // what the library told the application, not yet reported
@@ -37,8 +37,10 @@ const ops = {
     conn = c;
     // Connection-level events (lib/connection.ts `ConnectionEvents`): what the application is told.
     c.on(rp.ConnectionEvents.connectionError, (ctx) => note('connection_error', ctx, c));
-    c.on(rp.ConnectionEvents.protocolError, (ctx) => note('protocol_error', ctx, c));
-    c.on(rp.ConnectionEvents.error, (ctx) => note('error', ctx, c));
+    // rhea (lib/connection.js Connection.prototype.input) dispatches protocol_error / error for a frame it cannot
+    // take and ends its socket: that connection cannot be closed any more (`ended`).
+    c.on(rp.ConnectionEvents.protocolError, (ctx) => { if (c === conn) ended = true; note('protocol_error', ctx, c); });
+    c.on(rp.ConnectionEvents.error, (ctx) => { if (c === conn) ended = true; note('error', ctx, c); });
     c.on(rp.ConnectionEvents.disconnected, (ctx) => { if (c === conn) ended = true; note('disconnected', ctx, c); });
     await c.open({ timeoutInSeconds: Math.max(1, Math.ceil((a.timeout_ms || 5000) / 1000)) });
     return {};
@@ -174,7 +176,7 @@ const ops = {
     // await connection.close() (README; lib/connection.ts close()).
     const c = conn;
     conn = null;
-    if (ended) return {};   // the connection is gone (disconnected): nothing to close, nothing to wait for
+    if (ended) return {};   // the connection is gone or rhea ended it: no close can be answered, nothing to wait for
     await Promise.race([c.close(), new Promise((r) => setTimeout(r, 2000))]);
     return {};
   },
