@@ -27,14 +27,15 @@ import time
 
 from ..clients.driver import DriverError
 from ..peer import PeerServer, matches
-from ..peer.errors import PeerError, UnexpectedFrame
+from ..peer.errors import ExpectationTimeout, PeerError, UnexpectedFrame
 from ..wire import Attach, Begin, Close, Detach, End
 from .client_links import ReceivingEnd, SendingEnd
-from .findings import SuiteError
+from .findings import CaseUnsupported, SuiteError
 from .record import CaseRecord
 
 INITIAL_DELIVERY_COUNT = 2**32 - 5      # the scripted broker's sender starts here: the serial wrap is near
 INCOMING_WINDOW = 2048                  # the scripted broker's session incoming-window unless a case says
+SLICE = 0.05                            # a wait that also watches the application's answer looks at it this often
 
 
 class DriverLeftDrain(DriverError):
@@ -89,6 +90,34 @@ class ClientConnection:
         except PeerError:
             return None
 
+    def expect_until(self, kinds, pending, *, timeout: float | None = None, proves=None, **fields):
+        """`expect` bounded by `timeout` (default: the frame timeout), and shortened by a round trip through
+        the application: once its command `pending` is answered and `proves(answer)` says the library has
+        read what we sent before the awaited frame was due (default: any answer), the client gets one quiet
+        period more, then its absence is the answer (ExpectationTimeout, which names the round trip)."""
+        wait = self.ctx.options.frame_timeout if timeout is None else timeout
+        start = time.monotonic()
+        deadline, proven = start + wait, False
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return self.expect(kinds, timeout=max(0.0, min(left, SLICE)), **fields)
+            except ExpectationTimeout as exc:
+                if left <= SLICE:
+                    how = (f" (the application's {pending.op} came back {'having' if proven else 'without'} "
+                           "proving the library read what came before)") if pending.done() else ""
+                    raise ExpectationTimeout(exc.description + how, time.monotonic() - start, exc.arrived) from None
+            if not proven and pending.done() and (proves is None or proves(pending.result(0))):
+                proven = True
+                deadline = min(deadline, time.monotonic() + self.ctx.options.quiet_period)
+
+    def await_frame_until(self, kinds, pending, *, timeout: float | None = None, proves=None, **fields):
+        """`expect_until`, or None when nothing matching came or the connection ended (judges nothing)."""
+        try:
+            return self.expect_until(kinds, pending, timeout=timeout, proves=proves, **fields)
+        except PeerError:
+            return None
+
     def expect_nothing(self, kinds=None, *, quiet: float | None = None, **fields) -> list:
         return self.peer.expect_nothing(kinds, quiet=quiet, **fields)
 
@@ -114,10 +143,12 @@ class ClientConnection:
                 self._answer_begin(frame)
         return self.ctx.answer(pending, 0.0)
 
-    def expect_attach(self, *, initial_delivery_count: int = INITIAL_DELIVERY_COUNT, **fields):
+    def expect_attach(self, *, initial_delivery_count: int = INITIAL_DELIVERY_COUNT, pending=None, **fields):
         """The client's attach, answered: our `SendingEnd` when it receives (our attach carries
-        `initial_delivery_count`), our `ReceivingEnd` when it sends. Our attach mirrors its settle modes."""
-        frame = self.expect(Attach)
+        `initial_delivery_count`), our `ReceivingEnd` when it sends. Our attach mirrors its settle modes. With
+        `pending` (the application's command that opens the link), a driver that answers it `unsupported` instead
+        of attaching ends the case as unsupported at once (`ClientCaseContext.answer`)."""
+        frame = self._attach_or_refusal(pending) if pending is not None else self.expect(Attach)
         channel = self.our_channel(frame.channel)
         session = self.peer.state.sessions[channel]
         body = frame.body
@@ -132,6 +163,17 @@ class ClientConnection:
         self.peer.send(Attach(**values), channel)
         link.attached_at = self.peer.mark()       # frames from here on came after our attach was sent
         return link
+
+    def _attach_or_refusal(self, pending):
+        deadline = time.monotonic() + self.ctx.options.frame_timeout
+        while True:
+            try:
+                return self.expect(Attach, timeout=min(0.05, max(0.0, deadline - time.monotonic())))
+            except PeerError:
+                if pending.done():
+                    self.ctx.answer(pending, 0.0)       # raises CaseUnsupported when the API offers no way
+                if time.monotonic() >= deadline:
+                    return self.expect(Attach, timeout=0)
 
     def seconds_between(self, first, second) -> float:
         """Seconds between two frames of this connection's transcript (ours or the client's)."""
@@ -212,6 +254,9 @@ class ClientCaseContext(CaseRecord):
         self.drains += answer.get("drains") or []
         self.app_log.append({"op": pending.op, **{k: v for k, v in pending.args.items()},
                              "answer": {k: v for k, v in answer.items() if k != "id"}})
+        if answer.get("unsupported"):      # the library's API offers the application no way to do this
+            raise CaseUnsupported(f"{self.subject.product} {self.subject.version} offers the application no way "
+                                  f"to do what the case needs: {answer['unsupported']}")
         return answer
 
     def do(self, op: str, **args) -> dict:
@@ -255,7 +300,7 @@ class ClientCaseContext(CaseRecord):
         prefetch; 0: it pulls); our attach answers it. Our end of the link (`link.conn` its connection)."""
         conn = self.connect(prefetch=credit)
         opened = self.app("receiver", address=address, credit=credit)
-        link = conn.expect_attach()
+        link = conn.expect_attach(pending=opened)
         self.answer(opened)
         return link
 

@@ -92,6 +92,12 @@ class LinkEnd:
         except (ExpectationTimeout, PeerError):
             return None
 
+    def await_flow_until(self, pending, *, timeout: float, **fields):
+        """The client's next flow for this link, or None: bounded by `timeout`, and once the application's
+        command `pending` is answered (the library is done with it) by one quiet period more
+        (`ClientConnection.expect_until`)."""
+        return self.conn.await_frame_until(Flow, pending, timeout=timeout, handle=self.client_handle, **fields)
+
     def flows(self, *, after: int | None = None) -> list:
         """The client's flows for this link that arrived at or after position `after` (default: all)."""
         start = 0 if after is None else after

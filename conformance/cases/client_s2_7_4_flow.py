@@ -1,13 +1,18 @@
 """2.7.4 Flow, the client's side: the fields of the flows a client library sends (delivery-count once it has
 seen the sender's attach), echo answered, and a flow on a handle it never attached (the session MUST end)."""
 
+import contextlib
+
 from ..casekit import case
 from ..casekit.client_context import INITIAL_DELIVERY_COUNT
+from ..clients.driver import DriverError
 from ..peer import PeerError
 from ..peer.errors import MalformedInput
 from ..wire import Close, End, Flow
 from ..wire.loose import describe_frame, missing_mandatory
 from ..wire.serial import serial_add
+
+AFTER = "after-the-flow"        # 2.7.4/103: the message right behind our flow(handle=9)
 
 
 @case("2.7.4/101", "Client receiver's first flow after our attach carries our initial delivery-count",
@@ -39,8 +44,10 @@ def client_flow_delivery_count(ctx):
 def client_sender_echo(ctx):
     """2.7.4: If set to true then the receiver SHOULD send its state at the earliest convenient opportunity."""
     link = ctx.sender()
+    link.conn.settle_down(Flow)         # a flow it sends on attach has come (and is not the answer)
+    mark = link.peer.mark()             # its answer comes after our echo
     link.flow(link_credit=3, echo=True)
-    reply = link.await_flow(timeout=ctx.answer_window())
+    reply = link.await_flow(timeout=ctx.answer_window(), after=mark)
     ctx.require(reply is not None, "2.7.4/echo", "the client's sender did not answer our echo",
                 expected="its flow state", actual=f"no flow within {ctx.answer_window():.1f} s", conn=link.conn)
     return ctx.passed("the client answered the echo with its flow state")
@@ -53,8 +60,9 @@ def client_receiver_echo(ctx):
     """2.7.4 echo, the other way: the sender asks the receiving client for its state."""
     link = ctx.receiver(5)
     grant = link.expect_credit()
+    mark = link.peer.mark()             # its answer comes after our echo (an earlier flow still unread is not one)
     link.flow(link_credit=int(grant.body.link_credit), available=0, echo=True)
-    reply = link.await_flow(timeout=ctx.answer_window())
+    reply = link.await_flow(timeout=ctx.answer_window(), after=mark)
     ctx.require(reply is not None, "2.7.4/echo", "the client's receiver did not answer our echo",
                 expected="its flow state", actual=f"no flow within {ctx.answer_window():.1f} s", conn=link.conn)
     return ctx.passed("the client answered the echo with its flow state")
@@ -62,17 +70,32 @@ def client_receiver_echo(ctx):
 
 @case("2.7.4/103", "Client ends the session with unattached-handle when the broker flows on a handle it never "
       "attached", ["2.7.4/unattached-handle"], kind="client", deliberate=["2.7.4/unattached-handle"],
-      expectation="flow(handle=9) on a session whose only link is handle 0 -> end(error=amqp:session:unattached-handle)")
+      expectation="flow(handle=9) on a session whose only link is handle 0 (then a message on that link: the "
+                  "application receiving it is the round trip that bounds the wait) -> "
+                  "end(error=amqp:session:unattached-handle)")
 def client_unattached_handle(ctx):
     """2.7.4: If set to a handle that is not currently associated with an attached link, the recipient MUST
     respond by ending the session with an unattached-handle session error."""
     link = ctx.receiver(5)
     link.expect_credit()
     ours = link.peer.flow(link.channel, handle=link.handle + 9, delivery_count=0, link_credit=1)
+    # The round trip that proves absence: right behind our flow, a message on the attached link, and the
+    # application receives. A client reads a session's frames in order, so a library that hands the
+    # application that message has read our flow(handle=9): its end then gets one quiet period more. Without
+    # that proof the wait is the frame timeout. (Not sent once the client's end has been read.)
+    link.transfer(AFTER)
+    got = ctx.app("receive", timeout_ms=500)
+    read_it = lambda answer: AFTER in (answer.get("messages") or [])     # noqa: E731
     try:
-        frame = link.conn.expect((End, Close))                  # bounded by the frame timeout
+        frame = link.conn.expect_until((End, Close), got, proves=read_it)
     except PeerError as exc:
+        if got.done() and read_it(got.result(0)):
+            ctx.observe(round_trip=f"the application received {AFTER!r}, sent right behind our flow(handle=9)")
+        _collect(ctx, got)
         return _no_end(ctx, link, ours, exc)
+    if isinstance(frame.body, End):
+        link.end_session()               # our end answers the client's (it may wait for it before it closes)
+    _collect(ctx, got)
     condition = link.peer.error_condition(frame)
     error = frame.body.error
     said = f', "{error.description}"' if error is not None and error.description is not None else ""
@@ -82,6 +105,12 @@ def client_unattached_handle(ctx):
                 f"{condition or 'none'}{said}), not with end(error=amqp:session:unattached-handle)",
                 expected="end(error=amqp:session:unattached-handle)", conn=link.conn, frame=frame)
     return ctx.passed("the client ended the session with unattached-handle")
+
+
+def _collect(ctx, got) -> None:
+    """The application's receive, for the record (bounded; a driver that hangs in it is replaced)."""
+    with contextlib.suppress(DriverError):
+        ctx.answer(got)
 
 
 def _no_end(ctx, link, ours, exc):
@@ -100,6 +129,12 @@ def _no_end(ctx, link, ours, exc):
         ctx.add_finding("2.7.4/unattached-handle", f"the client dropped the connection ({how}) with no frame "
                         "after our flow(handle=9): no end, no close", expected=expected,
                         actual=f"{how}, no end or close frame", conn=link.conn)
+    elif ctx.observations.get("round_trip"):
+        ctx.add_finding("2.7.4/unattached-handle", "the client ignored a flow on an unattached handle: its "
+                        f"application received the message we sent right behind it ({AFTER!r}), so the library had "
+                        "read the flow, and it sent no end", expected=expected,
+                        actual=f"no end or close; {AFTER!r} received, then {ctx.options.quiet_period:.1f} s quiet",
+                        conn=link.conn)
     else:
         ctx.add_finding("2.7.4/unattached-handle", "the client ignored a flow on an unattached handle",
                         expected=expected, actual=f"no end or close within {ctx.options.frame_timeout:.1f} s",

@@ -21,7 +21,7 @@ class Library:
     name: str               # the library's own name (package name where it is one)
     version: str
     language: str
-    registry: str           # pypi | npm | maven | go
+    registry: str           # pypi | npm | maven | go | crates | debian
     package: str            # what the registry's client installs
     driver: str             # folder under clients/
     summary: str            # what it is and which API the driver uses
@@ -67,6 +67,43 @@ LIBRARIES: tuple[Library, ...] = tuple(
            "Azure's Go AMQP 1.0 client; ReceiverOptions.Credit (-1: IssueCredit/DrainCredit), Receive(ctx)",
            "Sender has no drain API: the library reads a receiver's flow into its credit and never looks at the "
            "drain flag (sender.go muxHandleFrame), so the application has no way to answer a drain")
+    + _lib("fe2o3-amqp", ("0.14.0", "0.18.4"), "Rust", "crates", "fe2o3-amqp", "fe2o3-amqp",
+           "the Rust AMQP 1.0 crate (tokio); CreditMode::Auto(N) or Manual with set_credit/drain, recv(), "
+           "Sender::send",
+           "the crate answers a drain on a sender itself, at once (src/link/state.rs on_incoming_flow: with drain "
+           "set it advances delivery-count by the link-credit and sends its flow); the application has no drain "
+           "hook, and Receiver::drain() starts a receiver's drain")
+    + _lib("qpid-proton-cpp", ("0.37.0",), "C++", "debian", "libqpid-proton-cpp12-dev", "qpid-proton-cpp",
+           "Qpid Proton C++ (Debian's only upstream release); messaging_handler, credit_window(N) or "
+           "add_credit/drain, on_sender_drain_start -> return_credit",
+           "a drain on a sender is handed to the application (messaging_handler::on_sender_drain_start); the "
+           "application answers with sender::return_credit() when it has nothing to send (sender.hpp: \"Return all "
+           "unused credit to the receiver in response to a drain request\"): the driver does")
+    + _lib("azure-servicebus", ("7.15.0",), "Python", "pypi", "azure-servicebus", "azure-servicebus",
+           "the pure-Python AMQP stack of the Azure Service Bus SDK (azure.servicebus._pyamqp; only 7.15.0 decodes "
+           "a begin whose trailing fields are omitted); ReceiveClient(link_credit=N), receive_message_batch, "
+           "SendClient.send_message",
+           "the Sender has no drain API and _pyamqp's SenderLink never reads a flow's drain flag (sender.py "
+           "_incoming_flow), so the application has no way to answer a drain")
+    + _lib("rhea-promise", ("2.1.0", "3.0.3"), "JavaScript", "npm", "rhea-promise", "rhea-promise",
+           "the promise layer over rhea that @azure/core-amqp (the Azure JS SDKs) uses; createReceiver "
+           "credit_window or addCredit/drain, AwaitableSender.send",
+           "a drain on a sender is handed to the application (rhea's sender_draining, re-emitted as "
+           "SenderEvents.senderDraining); the application answers with setDrained(true) when it has nothing to "
+           "send: the driver does; but createAwaitableSender resolves only at the sender's first `sendable` event "
+           "(lib/session.ts _createSender), so a drain in the flow that first grants credit reaches no listener")
+    + _lib("vertx-proton", ("4.5.24", "5.0.7"), "Java", "maven", "io.vertx:vertx-proton", "vertx-proton",
+           "Vert.x's AMQP 1.0 layer over proton-j; ProtonReceiver setPrefetch(N) or flow(n)/drain, "
+           "ProtonSender sendQueueFull/send",
+           "ProtonSender answers a drain itself (setAutoDrained: \"True by default\"; ProtonSenderImpl "
+           "handleLinkFlow: drained() when the link is draining); ProtonReceiver.drain(timeout, handler) drains a "
+           "receiver")
+    + _lib("vertx-amqp-client", ("4.5.24", "5.0.7"), "Java", "maven", "io.vertx:vertx-amqp-client",
+           "vertx-amqp-client", "the Vert.x AMQP client (Quarkus/SmallRye) on vertx-proton, with its own credit "
+           "handling: maxBufferedMessages then flow(1) per message; sendWithAck, writeQueueFull/drainHandler",
+           "AmqpSender leaves a drain to vertx-proton, which answers it itself (auto-drained); the receiver side "
+           "offers no drain and no manual credit (AmqpReceiverImpl manages credit: maxBufferedMessages, then "
+           "flow(1) per message)")
 )
 
 BY_LABEL = {lib.label: lib for lib in LIBRARIES}

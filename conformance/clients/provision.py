@@ -1,8 +1,10 @@
 """Installing a client library from its own package registry into the shared cache, and how to start its driver.
 
 `provision(lib)` installs once into `<cache>/clients/<label>/` (pip `--target`, npm `--prefix`, Maven
-`dependency:copy-dependencies` into `lib/` then `javac` of the driver, `go build` with the module cache),
-each registry's ordinary client as the machine has it configured. A compiled driver (Java, Go) is built into
+`dependency:copy-dependencies` into `lib/` then `javac` of the driver, `go build` with the module cache,
+`cargo build --release` against crates.io with one target folder shared by the crate's releases, `apt-get
+install` of the Debian package then `g++` of the driver), each registry's ordinary client as the machine has it
+configured. A compiled driver (Java, Go, Rust, C++) is built into
 `build/<stamp>/`, the stamp naming the driver sources it was built from: a changed driver is built beside the
 others (checkouts with different drivers share the cache without rebuilding each other's), an unchanged one
 costs nothing. Whatever cannot be installed is one line naming what is missing (`ProvisionFailed`, exit 8).
@@ -26,6 +28,11 @@ from ..errors import ProvisionFailed
 from .library import Library
 
 TIMEOUT = 1800
+COMPILED = ("maven", "go", "crates", "debian")      # registries whose driver is built into the cache folder
+
+# what a Python library's `pip install --target` must leave importable, and whether pip brings its dependencies
+# (python-qpid-proton's only one, cffi, is the suite's own; the Azure SDK needs azure-core and the rest)
+PYPI_IMPORT = {"python-qpid-proton": ("proton", False), "azure-servicebus": ("azure/servicebus/_pyamqp", True)}
 
 
 def home(lib: Library) -> Path:
@@ -34,9 +41,9 @@ def home(lib: Library) -> Path:
 
 def _stamp(lib: Library) -> str:
     """What the installed folder was made from: the release, and the driver sources where they are compiled
-    into it (Java, Go); a Python or Node.js driver runs from clients/ as it is."""
+    into it (Java, Go, Rust, C++); a Python or Node.js driver runs from clients/ as it is."""
     digest = hashlib.sha256(lib.label.encode())
-    if lib.registry in ("maven", "go"):
+    if lib.registry in COMPILED:
         for path in sorted(lib.driver_dir.rglob("*")):
             if path.is_file():
                 digest.update(path.name.encode() + path.read_bytes())
@@ -44,12 +51,12 @@ def _stamp(lib: Library) -> str:
 
 
 def build_dir(lib: Library) -> Path:
-    """Where the driver built from the current sources lives (Java classes, a Go binary)."""
+    """Where the driver built from the current sources lives (Java classes, a Go, Rust or C++ binary)."""
     return home(lib) / "build" / _stamp(lib)
 
 
 def provisioned(lib: Library) -> bool:
-    if lib.registry in ("maven", "go"):
+    if lib.registry in COMPILED:
         return (build_dir(lib) / ".built").exists()
     stamp = home(lib) / ".provisioned"
     return stamp.exists() and stamp.read_text().strip() == _stamp(lib)
@@ -89,9 +96,13 @@ def provision(lib: Library) -> Path:
             _maven(lib, dest, what)
         elif lib.registry == "go":
             _go(lib, dest, what)
+        elif lib.registry == "crates":
+            _cargo(lib, dest, what)
+        elif lib.registry == "debian":
+            _debian(lib, dest, what)
         else:                                                     # pragma: no cover - the table is ours
             raise ProvisionFailed(f"{what}: unknown registry {lib.registry}")
-        if lib.registry in ("maven", "go"):
+        if lib.registry in COMPILED:
             (build_dir(lib) / ".built").write_text(_stamp(lib) + "\n")
         else:
             (dest / ".provisioned").write_text(_stamp(lib) + "\n")
@@ -100,11 +111,12 @@ def provision(lib: Library) -> Path:
 
 def _pypi(lib: Library, dest: Path, what: str) -> None:
     site = dest / "site"
-    if not (site / "proton").exists():
+    module, deps = PYPI_IMPORT[lib.package]
+    if not (site / module).exists():
         partial = dest / "site.partial"
         shutil.rmtree(partial, ignore_errors=True)
-        _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(partial),
-              f"{lib.package}=={lib.version}"], what, "pip")
+        _run([sys.executable, "-m", "pip", "install", "--quiet", *([] if deps else ["--no-deps"]), "--target",
+              str(partial), f"{lib.package}=={lib.version}"], what, "pip")
         shutil.rmtree(site, ignore_errors=True)
         os.replace(partial, site)
 
@@ -143,6 +155,53 @@ def _go(lib: Library, dest: Path, what: str) -> None:
     _run(["go", "mod", "init", "amqpconformance/driver"], what, "Go (apt-get install golang)", cwd=work, env=env)
     _run(["go", "get", f"{lib.package}@v{lib.version}"], what, "Go", cwd=work, env=env)
     _run(["go", "build", "-o", str(build_dir(lib) / "driver"), "."], what, "Go", cwd=work, env=env)
+
+
+def _cargo(lib: Library, dest: Path, what: str) -> None:
+    """The driver crate (clients/<driver>/) with the pinned release as its dependency (`=VERSION`), built with
+    cargo into a target folder the releases share (their common dependencies, tokio and serde, compile once)."""
+    build_dir(lib).mkdir(parents=True, exist_ok=True)
+    work = build_dir(lib) / "src"
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(lib.driver_dir, work)
+    manifest = work / "Cargo.toml"
+    manifest.write_text(manifest.read_text().replace("PINNED_VERSION", lib.version))
+    target = cache_dir() / "clients" / f".cargo-target-{lib.driver}"
+    env = {**os.environ, "CARGO_TARGET_DIR": str(target)}
+    progress(f"cargo build --release of the {lib.label} driver (about a minute the first time)")
+    _run(["cargo", "build", "--release", "--quiet"], what, "Rust's cargo (rustup or apt-get install cargo)",
+         cwd=work, env=env)
+    built = target / "release" / manifest_name(manifest)
+    shutil.copy2(built, build_dir(lib) / "driver.partial")
+    os.replace(build_dir(lib) / "driver.partial", build_dir(lib) / "driver")
+
+
+def manifest_name(manifest: Path) -> str:
+    for line in manifest.read_text().splitlines():
+        if line.strip().startswith("name"):
+            return line.split("=", 1)[1].strip().strip('"')
+    raise ProvisionFailed(f"{manifest}: no package name")                  # pragma: no cover - ours
+
+
+def _debian(lib: Library, dest: Path, what: str) -> None:
+    """The Debian package from apt as the machine has it configured (root), checked to be the pinned upstream
+    release, then the driver compiled against it with g++."""
+    from ..brokers.managed import apt_install
+    from ..errors import PermissionProblem
+    try:
+        apt_install([lib.package], what)
+    except PermissionProblem as exc:
+        raise ProvisionFailed(f"{what}: {exc}") from None
+    have = subprocess.run(["dpkg-query", "-W", "-f=${Version}", lib.package], capture_output=True,
+                          text=True).stdout.strip()
+    upstream = have.split(":")[-1].split("-")[0].split("+")[0]
+    if upstream != lib.version:
+        raise ProvisionFailed(f"{what}: apt installed {lib.package} {have or '(nothing)'}, not release "
+                              f"{lib.version}; use a Debian suite that has {lib.version}")
+    sources = sorted(str(p) for p in lib.driver_dir.glob("*.cpp"))
+    build_dir(lib).mkdir(parents=True, exist_ok=True)
+    _run(["g++", "-std=c++17", "-O1", "-pthread", "-o", str(build_dir(lib) / "driver"), *sources, "-lqpid-proton-cpp"],
+         what, "a C++ compiler (apt-get install g++)")
 
 
 def command(lib: Library) -> tuple[list[str], dict, str | None]:

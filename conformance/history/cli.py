@@ -68,7 +68,8 @@ def register(sub) -> None:
                    help="builds from a file: [[build]] label, broker | url | command (+ url), profile")
     b.add_argument("--series", default=None, metavar="NAME",
                    help="the managed releases of a series, oldest first (activemq, artemis, qpid-broker-j, "
-                        "rabbitmq), or a client library's pinned releases (rhea, qpid-jms, go-amqp, python-qpid-proton); "
+                        "rabbitmq), or a client library's pinned releases (any library `clients list` shows: rhea, "
+                        "fe2o3-amqp, vertx-proton, ...); "
                         "each is provisioned when the search first needs it")
     b.add_argument("--repo", default=None, metavar="PATH",
                    help="your clone of the broker's repository: after the releases, bisect the commits between the "

@@ -66,6 +66,8 @@ class ReferenceClient:
         self.current = None     # [op, id, args, deadline, progress]
         self.attached: set[int] = set()
         self.drains: list[dict] = []   # drains handed to the application since the last answer
+        self.no_manual_credit = False  # --no-manual-credit: a receiver needs a credit window (unsupported)
+        self.flow_on_attach = False    # --flow-on-attach: a flow for each link right after its attach
         self.limit = None       # our sender's delivery-limit as the broker's flows set it (late_without_echo)
 
     # -- frames from the broker ------------------------------------------------------------------------------
@@ -156,10 +158,15 @@ class ReferenceClient:
                 self.peer.expect(Begin)
                 return self.done({})
             if op == "receiver":
+                if self.no_manual_credit and not req.get("credit"):      # an API with a credit window only
+                    return self.done({"ok": False, "unsupported": "the reference client was started with "
+                                      "--no-manual-credit: no receiver without a credit window"})
                 self.window = int(req.get("credit") or 0)
                 self.rx = self.peer._handle(0, None)
                 self.peer.attach_receiver(f"rx-{self.rx}", req.get("address"), handle=self.rx)
                 self.on_frame(self.peer.expect(Attach, handle=lambda h: h is not None))
+                if self.flow_on_attach:
+                    self.flow_out(self.rx, link_credit=0)
                 if self.window:
                     self.flow_out(self.rx, link_credit=self.window)
                 return self.done({"api": f"reference receiver, window {self.window}"})
@@ -167,6 +174,8 @@ class ReferenceClient:
                 self.tx = self.peer._handle(0, None)
                 self.peer.attach_sender(f"tx-{self.tx}", req.get("address"), handle=self.tx)
                 self.on_frame(self.peer.expect(Attach, handle=lambda h: h is not None))
+                if self.flow_on_attach:
+                    self.flow_out(self.tx, link_credit=0)
                 return self.done({})
             if op == "receive":
                 if not self.window and not self.inbox:
@@ -289,21 +298,32 @@ def main(argv=None) -> None:
     parser.add_argument("--hang", action="store_true", help="answer no command (a hung library)")
     parser.add_argument("--leave-drain", action="store_true",
                         help="a driver bug: the drain handed to the application is left unanswered")
+    parser.add_argument("--no-manual-credit", action="store_true",
+                        help="answer `unsupported` to a receiver with no credit window (a library without one)")
+    parser.add_argument("--flow-on-attach", action="store_true",
+                        help="send a flow for each link right after its attach (link-credit 0), before anything else "
+                             "(as azure-servicebus's _pyamqp does): a flow that answers nothing asked later")
     args = parser.parse_args(argv)
     faults = ClientFaults.named(*args.fault)
     extra = {"hang": args.hang, "leave_drain": args.leave_drain}
     faults = ClientFaults(**{**{f.name: getattr(faults, f.name) for f in fields(ClientFaults)}, **extra})
-    ReferenceClient(faults).run()
+    client = ReferenceClient(faults)
+    client.no_manual_credit = args.no_manual_credit
+    client.flow_on_attach = args.flow_on_attach
+    client.run()
 
 
 if __name__ == "__main__":
     main()
 
 
-def subject(*faults: str, hang: bool = False, leave_drain: bool = False, name: str | None = None):
+def subject(*faults: str, hang: bool = False, leave_drain: bool = False, no_manual_credit: bool = False,
+            flow_on_attach: bool = False, name: str | None = None):
     """The reference client (with the given catalogue faults) as a run's subject, like a client library."""
     from ..clients import ClientSubject, Library
-    flags = (["--hang"] if hang else []) + (["--leave-drain"] if leave_drain else [])
+    flags = ((["--hang"] if hang else []) + (["--leave-drain"] if leave_drain else [])
+             + (["--no-manual-credit"] if no_manual_credit else [])
+             + (["--flow-on-attach"] if flow_on_attach else []))
     label = name or "+".join(("reference-client", *faults, *(f[2:] for f in flags)))
     lib = Library("amqp-conformance-reference-client", "1.0", "Python", "none", "", "", "our peer as a client",
                   "the reference client answers a drain on its idle sender itself")

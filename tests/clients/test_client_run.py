@@ -47,8 +47,13 @@ def test_run_client_records_the_library_like_a_broker(label, tmp_path, capsys):
 def test_clients_list_and_usage_errors(capsys, tmp_path, monkeypatch):
     assert main(["clients", "list"]) == 0
     listed = capsys.readouterr().out
-    for name in ("python-qpid-proton", "rhea", "qpid-jms", "protonj2", "go-amqp"):
+    for name in ("python-qpid-proton", "rhea", "qpid-jms", "protonj2", "go-amqp", "fe2o3-amqp", "qpid-proton-cpp",
+                 "azure-servicebus", "rhea-promise", "vertx-proton", "vertx-amqp-client"):
         assert name in listed
+    from conformance.clients import LIBRARIES
+    assert len({lib.name for lib in LIBRARIES}) >= 10 and len({lib.language for lib in LIBRARIES}) >= 6
+    for lib in LIBRARIES:
+        assert lib.language in listed and (lib.driver_dir.is_dir()), lib.label
     assert main(["run", "--client", "no-such-library"]) == EXIT_USAGE
     assert main(["run", "--client", "rhea", "--broker", "qpid-proton-c"]) == EXIT_USAGE
     monkeypatch.setenv("AMQP_CONFORMANCE_CACHE", str(tmp_path))          # an empty cache: nothing provisioned

@@ -26,10 +26,21 @@ API_CALL = {
     "protonj2/Driver.java": r"Client\.create\(|\bclient\.\w+\(|\bconn\.\w+\(|\breceiver\.\w+\(|\bsender\.\w+\(|"
                             r"Message\.create\(|new (Receiver|Connection)Options\(|\bo\.\w+\(",
     "go-amqp/main.go": r"amqp\.\w+\(|\bconn\.\w+\(|\bsession\.\w+\(|\breceiver\.\w+\(|\bsender\.\w+\(",
+    "fe2o3-amqp/src/main.rs": r"Connection::\w+\(|Session::\w+\(|Receiver::\w+\(|Sender::\w+\(|\breceiver\.\w+\(|"
+                              r"\bsender\.\w+\(|\.(end|close)\(\)",
+    "qpid-proton-cpp/driver.cpp": r"container\.\w+\(|\bconn\.\w+\(|\brcv\.\w+\(|\bsnd\.\w+\(|\bs\.(send|credit|"
+                                  r"return_credit)\(|\bco\.\w+\(|receiver_options\(\)|\bwq->",
+    "azure-servicebus/driver.py": r"Connection\(|ReceiveClient\(|SendClient\(|\bclient\.\w+\(|self\.conn\.\w+\(|"
+                                  r"self\.receiver\.\w+\(|self\.sender\.\w+\(|Message\(value",
+    "rhea-promise/driver.js": r"rp\.Connection\(|\bconn\.\w+\(|\breceiver\.\w+\(|\bsender\.\w+\(|\bs\.\w+\(",
+    "vertx-proton/Driver.java": r"ProtonClient\.\w+\(|\bc\.\w+\(|\bconn\.\w+\(|\breceiver\.\w+\(|\bsender\.\w+\(|"
+                                r"ProtonHelper\.\w+\(|new ProtonClientOptions\(",
+    "vertx-amqp-client/Driver.java": r"AmqpClient\.\w+\(|\bclient\.\w+\(|\bconn\.\w+\(|\breceiver\.\w+\(|"
+                                     r"\bsender\.\w+\(|AmqpMessage\.\w+\(|new Amqp\w+Options\(",
 }
 # What a citation names: the library's README / docs / typings / javadoc / godoc comment / example file.
-CITATION = re.compile(r"README|\.md\b|[Jj]avadoc|typings/|[Ee]xample|\w\.(py|go|java|js)\b|JMS API|"
-                      r"docstring|godoc")
+CITATION = re.compile(r"README|Readme|\.md\b|[Jj]avadoc|typings/|[Ee]xample|\w\.(py|go|java|js|ts|rs|hpp|cpp|adoc)\b|"
+                      r"JMS API|docstring|godoc|rustdoc")
 COMMENT = re.compile(r"^\s*(#|//|\*|/\*)")
 LOOKBACK = 14
 
@@ -76,7 +87,9 @@ def test_every_driver_is_checked():
 
 
 # the libraries whose API hands a sender's drain to the application: the event and the answer in the driver
-HANDED = {"rhea": ("sender_draining", "set_drained(true)")}
+HANDED = {"rhea": ("sender_draining", "set_drained(true)"),
+          "rhea-promise": ("senderDraining", "setDrained(true)"),
+          "qpid-proton-cpp": ("on_sender_drain_start", "return_credit()")}
 
 
 def test_a_library_that_hands_drains_to_the_application_has_a_driver_that_answers_them():
