@@ -2,9 +2,9 @@
 repository as a TOML file, and what a run's results are against them (the gate of a CI job).
 
 This module owns the file's format (reading, checking, writing it back from a run), the judgement of one
-result against it, and the exit code a gated run gets. It does no I/O beyond reading and writing that file and
-a report.json that names flaky cells; the run pipeline (`conformance.run.gate`) checks entries against the
-suite's cases and requirements and hands it the records. The file (docs/ci.md#the-expectations-file)::
+result against it, and the exit code a gated run gets. It does no I/O beyond reading and writing that file;
+the run pipeline (`conformance.run.gate`) checks entries against the suite's cases and requirements, reads the flaky
+cells a report.json names, and hands it the records. The file (docs/ci.md#the-expectations-file)::
 
     version = 1
     labels = ["rabbitmq-4.0", "artemis-*"]   # optional: the brokers/libraries it speaks for (globs); absent: all
@@ -334,28 +334,6 @@ def summary_line(judgements: Iterable[Judgement]) -> str:
     if c["flaky"]:
         parts.append(f"{c['flaky']} of them on flaky cells (not gating)")
     return f"{len(judgements)} result{'s' if len(judgements) != 1 else ''}: " + (", ".join(parts) or "none")
-
-
-# -- flaky cells known elsewhere --------------------------------------------------------------------------------
-
-def flaky_from_report(path: str | Path) -> frozenset[tuple[str, str]]:
-    """(case id, broker label) pairs the history's report (report.json, or a directory holding one) names flaky:
-    its `flaky` list and cells marked flaky, per broker at any version ("rabbitmq-4.0@4.0.5" -> rabbitmq-4.0),
-    so that a CI job without Spark gates with what the nightly history learnt. BadExpectations (exit 16) when it
-    cannot be read."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "report.json" if (path / "report.json").exists() else path / "report" / "report.json"
-    try:
-        model = json.loads(path.read_text("utf-8"))
-        rows = list(model.get("flaky") or []) + [c for c in model.get("cells") or [] if c.get("flaky")]
-        return frozenset((str(r["case_id"]), str(r["column"]).split("@", 1)[0]) for r in rows)
-    except FileNotFoundError:
-        raise BadExpectations(f"--flaky-from: no report.json at {path}; give the report.json that "
-                              "`amqp-conformance report` wrote (e.g. restored from the nightly job)") from None
-    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise BadExpectations(f"--flaky-from: {path} is not a report.json the suite wrote ({exc}); give the file "
-                              "`amqp-conformance report` wrote") from None
 
 
 # -- writing the file from a run ----------------------------------------------------------------------------------

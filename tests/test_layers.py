@@ -431,3 +431,23 @@ def test_no_module_named_above_in_a_string():
                 if _exists(target) and layer_of(target) > layer_of(name):
                     found.append(f"{name}:{node.lineno} names {node.value}")
     assert found == [], "modules named above their own layer: " + "; ".join(found)
+
+
+# The codec and the model follow the spec's tables, one type or rule after another: they may run long. Every
+# other module says one thing and stays within this many lines (split a module that outgrows it by concern).
+MAX_LINES = 500
+LONG_ALLOWED = ("conformance.wire", "conformance.model")
+
+
+def long_modules(root: Path = PACKAGE, limit: int = MAX_LINES) -> list[str]:
+    return sorted(f"{module_name(p)} ({n} lines)" for p in root.rglob("*.py")
+                  if not module_name(p).startswith(LONG_ALLOWED)
+                  and (n := len(p.read_text("utf-8").splitlines())) > limit)
+
+
+def test_no_module_outgrows_its_concern():
+    assert long_modules() == [], f"modules over {MAX_LINES} lines (split by concern): {long_modules()}"
+
+
+def test_the_size_guard_sees_a_long_module():
+    assert long_modules(limit=50), "a limit every module breaks must name modules"

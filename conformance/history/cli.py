@@ -11,13 +11,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from ..errors import EXIT_MUST_FAILED, EXIT_OK, EXIT_USAGE, ConformanceError, SparkUnavailable, UsageError
+from ..errors import EXIT_MUST_FAILED, EXIT_OK, ConformanceError, SparkUnavailable, UsageError
 from .. import options as run_options
 from ..results import REGRESSION, atomic_write_text, change_kind, check_verdict, is_broken, is_untestable
 from ..verdict import Verdict
@@ -195,45 +194,10 @@ def cmd_report(args) -> int:
          f"releases; report.html {written['html_bytes'] / 1e6:.2f} MB, {written['side_files']} side files "
          f"{written['side_bytes'] / 1e6:.1f} MB")
     if args.allure:
+        from .allure import build_allure
         build_allure(run_dirs or find_run_dirs([reports]), out / "allure")
     print(f"report: {out / 'report.html'}\nsummary: {out / 'report.md'}\ndata: {out / 'report.json'}")
     return EXIT_OK
-
-
-def allure_command() -> list[str] | None:
-    """The Allure 3 command line (npm package `allure`), if installed."""
-    from ..brokers.managed import cache_dir
-    for candidate in (Path(cache_dir()) / "node" / "node_modules" / ".bin" / "allure",
-                      Path.cwd() / "node_modules" / ".bin" / "allure"):
-        if candidate.exists():
-            return [str(candidate)]
-    found = shutil.which("allure")
-    return [found] if found else None
-
-
-def build_allure(run_dirs: list[Path], out: Path) -> None:
-    command = allure_command()
-    if command is None:
-        raise UsageError("Allure 3 is not installed; run ./dev setup (it installs the npm package `allure`) or "
-                         "npm install -g allure")
-    results = [str(d / "allure-results") for d in run_dirs if (d / "allure-results").is_dir()]
-    if not results:
-        raise UsageError("none of the runs has allure-results; run the suite with amqp-conformance run first")
-    merged = out.parent / ".allure-results"
-    shutil.rmtree(merged, ignore_errors=True)
-    merged.mkdir(parents=True)
-    for r in results:
-        for f in Path(r).iterdir():
-            shutil.copy2(f, merged / f.name)
-    shutil.rmtree(out, ignore_errors=True)
-    proc = subprocess.run([*command, "generate", str(merged), "--output", str(out)], capture_output=True,
-                          text=True, timeout=300)
-    shutil.rmtree(merged, ignore_errors=True)
-    if proc.returncode != 0 or not (out / "index.html").exists():
-        last = (proc.stderr or proc.stdout).strip().splitlines()
-        raise ConformanceError(f"allure generate failed ({last[-1] if last else proc.returncode}); see "
-                               "`allure generate --help`", exit_code=EXIT_USAGE)
-    _say(f"Allure report: {out / 'index.html'}")
 
 
 def cmd_diff(args) -> int:

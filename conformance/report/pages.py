@@ -24,8 +24,8 @@ from typing import Iterator
 
 from ..verdict import BROKEN, Verdict
 from .findings import UNNAMED, change_text, count_text, ranges_text, verb
-from .html import (SIDE_DIR, Names, counts_html, esc, expectation_badge, level_badge, render_css,
-                   section_sort_key, series_title, spec_text, verdict_badge)
+from .htmlkit import (SIDE_DIR, Names, counts_html, esc, expectation_badge, level_badge, render_css,
+                      section_sort_key, series_title, spec_text, verdict_badge)
 from .labels import CLIENT, SUBJECT_TITLE, sections, series_of, series_runs, subject_of, when
 
 STANDALONE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"

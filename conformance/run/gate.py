@@ -11,16 +11,39 @@ a run. What a result is against the file is `conformance.expectations`'s.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from ..errors import EXIT_CASE_ERROR, EXIT_OK, UsageError
-from ..expectations import (ADVICE, KINDS, NEW, UNEXPECTED, Expectations, Judgement, counts, flaky_from_report,
+from ..errors import EXIT_CASE_ERROR, EXIT_OK, BadExpectations, UsageError
+from ..expectations import (ADVICE, KINDS, NEW, UNEXPECTED, Expectations, Judgement, counts,
                             gate_exit_code, render, summary_line, written_from)
 
 SUMMARY_JSON = "expectations.json"
 SUMMARY_MD = "expectations.md"
+
+
+# -- flaky cells the nightly history knows -------------------------------------------------------------------------
+
+def flaky_from_report(path: str | Path) -> frozenset[tuple[str, str]]:
+    """(case id, broker label) pairs the history's report (report.json, or a directory holding one) names flaky:
+    its `flaky` list and cells marked flaky, per broker at any version ("rabbitmq-4.0@4.0.5" -> rabbitmq-4.0),
+    so that a CI job without Spark gates with what the nightly history learnt. BadExpectations (exit 16) when it
+    cannot be read."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "report.json" if (path / "report.json").exists() else path / "report" / "report.json"
+    try:
+        model = json.loads(path.read_text("utf-8"))
+        rows = list(model.get("flaky") or []) + [c for c in model.get("cells") or [] if c.get("flaky")]
+        return frozenset((str(r["case_id"]), str(r["column"]).split("@", 1)[0]) for r in rows)
+    except FileNotFoundError:
+        raise BadExpectations(f"--flaky-from: no report.json at {path}; give the report.json that "
+                              "`amqp-conformance report` wrote (e.g. restored from the nightly job)") from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise BadExpectations(f"--flaky-from: {path} is not a report.json the suite wrote ({exc}); give the file "
+                              "`amqp-conformance report` wrote") from None
 
 
 def add_arguments(parser, *, write: bool = True) -> None:

@@ -265,7 +265,7 @@ def test_a_case_verdict_speaks_for_the_requirement_it_names(verdict, violated, r
 def test_run_then_report_with_allure(spark, tmp_path, capsys):
     """The whole path on a real broker: `run` writes a run directory with allure-results, `report --allure`
     ingests it and builds the Allure 3 HTML report next to report.html."""
-    from conformance.history.cli import allure_command
+    from conformance.history.allure import allure_command
     if allure_command() is None:
         pytest.fail("Allure 3 is not installed; ./dev setup all installs it")
     reports = tmp_path / "reports"

@@ -13,6 +13,7 @@ import json
 import pytest
 
 from conformance import expectations as ex
+from conformance.run.gate import flaky_from_report
 from conformance.errors import EXIT_BAD_EXPECTATIONS, EXIT_CASE_ERROR, EXIT_MUST_FAILED, EXIT_OK, BadExpectations
 from conformance.results import CHANGE
 from conformance.verdict import VERDICTS
@@ -136,12 +137,12 @@ def test_flaky_from_a_report_json(tmp_path):
              "cells": [{"case_id": "2.6.8/1", "column": "rabbitmq-4.0@4.0.5", "flaky": True},
                        {"case_id": "2.6.8/2", "column": "rabbitmq-4.0@4.0.5", "flaky": False}]}
     (tmp_path / "report.json").write_text(json.dumps(model))
-    assert ex.flaky_from_report(tmp_path) == {("2.6.9/1", "artemis-2.40.0"), ("2.6.8/1", "rabbitmq-4.0")}
+    assert flaky_from_report(tmp_path) == {("2.6.9/1", "artemis-2.40.0"), ("2.6.8/1", "rabbitmq-4.0")}
     with pytest.raises(BadExpectations, match="no report.json"):
-        ex.flaky_from_report(tmp_path / "nowhere.json")
+        flaky_from_report(tmp_path / "nowhere.json")
     (tmp_path / "bad.json").write_text("[1, 2]")
     with pytest.raises(BadExpectations, match="not a report.json"):
-        ex.flaky_from_report(tmp_path / "bad.json")
+        flaky_from_report(tmp_path / "bad.json")
 
 
 @pytest.mark.parametrize("text, message", [
