@@ -37,15 +37,15 @@ class StartedCommand:
 
     def __enter__(self) -> "StartedCommand":
         from ..peer import parse_url
-        from .managed import free_port
+        from .managed import free_port, popen
         port = free_port()
         self.url = self.url_template.replace("{port}", str(port))
         address = parse_url(self.url)                     # UsageError for a malformed URL
         argv = shlex.split(self.command.replace("{port}", str(port)))
         try:
             self._output = tempfile.TemporaryFile()       # a file, not a pipe: a chatty broker never blocks on it
-            self.process = subprocess.Popen(argv, stdout=self._output, stderr=subprocess.STDOUT,
-                                            start_new_session=True)
+            self.process = popen(argv, stdout=self._output, stderr=subprocess.STDOUT,       # forked under SPAWN_LOCK
+                                 start_new_session=True)
         except OSError as exc:
             raise BrokerStartFailed(f"{self.label}: its command could not run {argv[0]!r} ({exc.strerror}); "
                                     "check the command") from None
