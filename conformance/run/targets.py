@@ -166,9 +166,9 @@ class Brokers:
                 self.specs[spec.name] = spec
                 self.records[spec.name] = brokers.describe(handle, spec)
                 self.start_seconds[spec.name] = round(seconds, 2)
-            for (spec, second), failure in failures.items():
-                if second and spec.name in self.records:
-                    self.records[spec.name]["own_node_failed"] = failure.message
+            for (name, second), failure in failures.items():       # keyed by the broker's name
+                if second and name in self.records:
+                    self.records[name]["own_node_failed"] = failure.message
             for (spec, second), (handle, seconds) in jobs_ok:
                 if second:
                     self.start_seconds[spec.name + " (own node)"] = round(seconds, 2)
