@@ -103,7 +103,8 @@ class Runner:
         env.update({"CI": "true", "GITHUB_STEP_SUMMARY": str(self.summary), "NO_COLOR": "1",
                     "GITHUB_OUTPUT": str(self.root / "github-output"), "GITHUB_ENV": str(self.root / "github-env"),
                     "AMQP_CONFORMANCE_VENV": str(venv_shim(self.root)), "SPARK_REMOTE": self.spark.url(),
-                    "AMQP_CONFORMANCE_GIT": self.vars["AMQP_CONFORMANCE_GIT"]})
+                    "AMQP_CONFORMANCE_GIT": self.vars["AMQP_CONFORMANCE_GIT"],
+                    "CI_BUILDS_DIR": str(self.root)})           # GitLab: the folder that holds the project's checkout
         return env
 
     def expression(self, value: str) -> str:

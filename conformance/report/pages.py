@@ -29,6 +29,8 @@ from .htmlkit import (SIDE_DIR, Names, counts_html, esc, expectation_badge, leve
 from .labels import CLIENT, SUBJECT_TITLE, sections, series_of, series_runs, subject_of, when
 
 STANDALONE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+# report.html as a standalone side page (report.files/finding/<id>.html) links to it: two folders up
+REPORT_FROM_SIDE_PAGE = "/".join([".."] * 2 + ["report.html"])
 
 
 def jsonp(key: str, fragment: str) -> str:
@@ -181,7 +183,7 @@ def finding_page(group: dict, model: dict, names: Names, requirements: dict, inl
                  + (_lazy_ladder(names, cell, False, inline) if holds else ""))
         releases.append(f'<details class="release-detail{" holds" if holds else ""}" id="at-{esc(at)}">'
                         f'<summary>{summary}</summary>{inner}</details>')
-    back = f"../../report.html#finding/{group['id']}"
+    back = f"{REPORT_FROM_SIDE_PAGE}#finding/{group['id']}"
     standalone_link = (f'<p class="note">To forward or attach: <a href="{esc(SIDE_DIR)}/finding/{esc(group["id"])}.html" '
                        f'target="_blank" rel="noopener">this page as a file of its own</a> '
                        f'(<code>{esc(SIDE_DIR)}/finding/{esc(group["id"])}.html</code>).</p>') if not inline else (
@@ -373,7 +375,7 @@ def side_files(model: dict, names: Names | None = None) -> Iterator[tuple[str, s
         yield f"{key}.js", jsonp(key, finding_page(group, model, names, requirements, inline=False))
         title = f"{group['case_id']} {group['requirement_id']} on {ranges_text(group, names.columns)}"
         yield f"{key}.html", standalone(title, finding_page(group, model, names, requirements, inline=True),
-                                        back=f"../../report.html#{key}")
+                                        back=f"{REPORT_FROM_SIDE_PAGE}#{key}")
     for case in model["cases"]:
         key = names.case.page(case["id"])
         yield f"{key}.js", jsonp(key, case_page(case, model, names, requirements))

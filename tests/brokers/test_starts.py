@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -210,7 +211,8 @@ def test_status_shows_an_epmd_no_node_uses_and_down_stops_it_but_never_a_used_on
         assert f"orphan   pid {orphan.pid}, epmd port 41999, left by RabbitMQ node amqpc41000@localhost" in status
         assert f"pid {used.pid}," not in status
         down = _cli("brokers", "down")
-        assert "1 orphan epmd process(es)" in down.stdout, down.stdout
+        # this one at least (an orphan some earlier run left on the machine is stopped too, and counted)
+        assert re.search(r"\b[1-9]\d* orphan epmd process\(es\)", down.stdout), down.stdout
         assert orphan.wait(timeout=10) is not None
         assert used.poll() is None and vm.poll() is None
     finally:
