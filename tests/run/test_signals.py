@@ -5,6 +5,7 @@ suite stopped itself, and no process left behind (the nodes, their epmd, the pyt
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -168,17 +169,54 @@ def test_sigterm_while_the_brokers_start_stops_the_nodes_started_so_far(tmp_path
         seen.append(line)
         if re.search(r"starting rabbitmq-4\.0 on", line):
             break
-    _wait_for(lambda: [r for r in NodeRecord.load_all() if r.owner_pid == proc.pid] or
-              proc.poll() is not None, "a node file of the run", within=120)
-    nodes = [r for r in NodeRecord.load_all() if r.owner_pid == proc.pid]
-    proc.send_signal(signal.SIGTERM)
+    # the start must still be under way when the signal comes, whatever the machine's speed: the node's process
+    # group is frozen (SIGSTOP) as soon as the run has forked it, so that it cannot answer the readiness check
+    _wait_for(lambda: _node_groups(proc.pid) or proc.poll() is not None, "a node process of the run", within=120)
+    frozen = []
+    try:
+        for pgid in _node_groups(proc.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGSTOP)
+                frozen.append(pgid)
+        _wait_for(lambda: all(_state(pid) in ("T", "") for pid in frozen), "the node processes stopped", within=10)
+        assert frozen and any(_state(pid) == "T" for pid in frozen), [(pid, _state(pid)) for pid in frozen]
+        assert not [r for r in NodeRecord.load_all() if r.owner_pid == proc.pid and r.pid in frozen], \
+            "the frozen node had finished its start already"
+        family = _children(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+    finally:
+        _thaw(frozen)               # the signal is the run's already (sent first): the start may end now
     out, _ = proc.communicate(timeout=180)
+    nodes = [r for r in NodeRecord.load_all() if r.owner_pid == proc.pid]
     assert proc.returncode == 143, "".join(seen) + out
     assert out.splitlines()[-1] == ("error: stopped by SIGTERM while the brokers started: no case ran, nothing was "
                                     "written; the nodes started meanwhile were stopped"), out
     assert "Traceback" not in out
-    assert not any(pid_alive(n.pid) for n in nodes) and _epmds_of(nodes) == []
-    assert not [n for n in NodeRecord.load_all() if n.owner_pid == proc.pid]
+    assert not [pid for pid in family if pid_alive(pid)] and nodes == []       # the nodes and their tools
+
+
+def _node_groups(pid: int) -> list[int]:
+    """The run's children that lead a process group of their own: the nodes it is starting."""
+    groups = []
+    for child in _children(pid):
+        with contextlib.suppress(ProcessLookupError):
+            if os.getpgid(child) == child:
+                groups.append(child)
+    return groups
+
+
+def _thaw(groups: list[int]) -> None:
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGCONT)
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (T: stopped), or "" when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 def _reference_run(tmp_path, monkeypatch, at: str):
