@@ -120,16 +120,25 @@ def available_profiles() -> list[str]:
     return sorted(p.stem for p in PROFILES_DIR.glob("*.toml"))
 
 
+def named_toml(name_or_path: str, folder: Path, what: str, where: str = "") -> Path:
+    """The file a name or path means: an existing `.toml` path, else `folder/NAME.toml` (the suite's own
+    profiles and recipes). UsageError naming the choices when there is none."""
+    path = Path(name_or_path).expanduser()
+    if path.suffix == ".toml" and path.exists():
+        return path
+    if path.suffix == ".toml" or "/" in name_or_path:
+        raise UsageError(f"no {what} file at {name_or_path}; check the path")
+    path = folder / f"{name_or_path}.toml"
+    if not path.exists():
+        names = ", ".join(sorted(p.stem for p in folder.glob("*.toml")))
+        raise UsageError(f"unknown {what} {name_or_path!r}; use one of {names} or a path to a .toml {what} file"
+                         + (f" ({where})" if where else ""))
+    return path
+
+
 def load_profile(name_or_path: str) -> Profile:
     """A profile by name (fixtures/profiles/NAME.toml) or by path; UsageError for unknown or invalid ones."""
-    path = Path(name_or_path)
-    if not (path.suffix == ".toml" and path.exists()):
-        if path.suffix == ".toml" or "/" in name_or_path:
-            raise UsageError(f"no profile file at {name_or_path}; check the path")
-        path = PROFILES_DIR / f"{name_or_path}.toml"
-    if not path.exists():
-        raise UsageError(f"unknown profile {name_or_path!r}; use one of {', '.join(available_profiles())} or a "
-                         "path to a .toml profile file")
+    path = named_toml(name_or_path, PROFILES_DIR, "profile")
     try:
         data = tomllib.loads(path.read_text("utf-8"))
     except tomllib.TOMLDecodeError as exc:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import UsageError
+from ..profiles import named_toml
 from .git import tag_pattern
 
 RECIPES_DIR = Path(__file__).resolve().parents[3] / "fixtures" / "recipes"
@@ -126,14 +127,7 @@ def recipe_for_series(series: str) -> Recipe | None:
 
 
 def load_recipe(name_or_path: str) -> Recipe:
-    path = Path(name_or_path).expanduser()
-    if not (path.suffix == ".toml" and path.exists()):
-        if path.suffix == ".toml" or "/" in name_or_path:
-            raise UsageError(f"no recipe file at {name_or_path}; check the path")
-        path = RECIPES_DIR / f"{name_or_path}.toml"
-        if not path.exists():
-            raise UsageError(f"unknown recipe {name_or_path!r}; use one of {', '.join(available_recipes())} or a "
-                             "path to a .toml recipe (fixtures/recipes/README.md)")
+    path = named_toml(name_or_path, RECIPES_DIR, "recipe", "fixtures/recipes/README.md")
     raw = path.read_bytes()
     try:
         data = tomllib.loads(raw.decode("utf-8"))
