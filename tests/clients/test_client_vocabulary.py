@@ -7,6 +7,9 @@ from __future__ import annotations
 import inspect
 import re
 
+import pytest
+
+from conformance.casekit import case
 from conformance.cases import load_clients
 from conformance.casekit.client_context import ClientCaseContext
 from conformance.casekit.client_links import ReceivingEnd, SendingEnd
@@ -54,3 +57,10 @@ def test_a_helper_with_a_broker_cases_name_means_the_same_on_the_client_side():
         assert hasattr(ReceivingEnd, verb) and hasattr(ReceiverScript, verb), verb
     assert not hasattr(ReceivingEnd, "take_transfers")      # the broker's take_transfers(n) waits for n: not this
     assert not hasattr(SendingEnd, "flows")
+
+
+@pytest.mark.parametrize("broker_only", [{"needs": ("memory_alarm",)}, {"exclusive": True}, {"own_node": True},
+                                         {"refusals_judged": ("amqp:not-allowed",)}])
+def test_a_client_case_cannot_declare_what_only_a_broker_answers(broker_only):
+    with pytest.raises(ValueError, match="a client case takes no broker hooks"):
+        case("2.6.7/199", "t", ["2.6.7/no-send-without-credit"], kind="client", **broker_only)
