@@ -10,6 +10,8 @@
 - `crossing`: a frame of ours sent while the other side's is held unread, and the session window as a barrier;
 - `producers`: publishers as people run them (synchronous, pipelined), how a broker stopped them (`Means`),
   the resume by consuming, and the facts the report's producer table reads;
+- `top_up`: a publisher's credit top-up crossed alone (a broker that tops credit up while a burst arrives,
+  as Artemis does, sends its own flow after every transfer of ours);
 - `executor`: `run_case`, one case against one broker judged into a `CaseResult`.
 
 `conformance.cases` holds the cases, one module per spec section.

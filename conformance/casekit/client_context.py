@@ -326,8 +326,9 @@ class ClientCaseContext(CaseRecord):
         if self.drains:
             self.observe(drains_handed_to_the_application=self.drains)
 
-    def close(self, *, delete_queues: bool = True) -> None:
-        """The application closes its connection (bounded); a driver that failed is replaced for the next case."""
+    def close(self, *, cut: bool = False) -> None:
+        """The application closes its connection (bounded); a driver that failed is replaced for the next case.
+        (`cut` is always False here: the executor checks connections to a broker under test only.)"""
         if not self._driver_failed and self.clients:
             with contextlib.suppress(DriverError, PeerError, Exception):
                 pending = self.app("close")
@@ -340,9 +341,6 @@ class ClientCaseContext(CaseRecord):
         if self.server is not None:
             self.server.close()
 
-    def transcripts_json(self) -> list[dict]:
-        return [c.peer.transcript.to_json() for c in self.clients]
-
     def ladders(self) -> list[str]:
         out = []
         for c in self.clients:
@@ -352,7 +350,7 @@ class ClientCaseContext(CaseRecord):
                        + c.peer.transcript.ladder(peer_is_receiver=not receiver))
         return out
 
-    def broker_identity(self):
+    def subject_identity(self) -> tuple[str | None, str | None]:
         return self.subject.product, self.subject.version
 
     def describe_error(self, exc: BaseException) -> str:

@@ -3,8 +3,10 @@
 This module owns `SendingEnd` (the client receives: our end sends transfers, answers drains, reads the
 client's credit) and `ReceivingEnd` (the client sends: our end grants credit, takes and settles transfers,
 holds its reads so a frame of ours crosses the client's transfers in flight). They speak the broker cases'
-language (`link.flow`, `link.expect_transfers(n, requirement=...)`, `link.expect_flow`, findings through
-`ctx.require`) from the other seat. Session fields of our flows come from the peer's bookkeeping; a flow
+language from the other seat: where our end does what a broker case's link does it has that link's name
+(`link.flow`, `link.echo(requirement=)`, `link.expect_transfers(n, requirement=...)`, `link.expect_no_transfer`,
+`link.flows_after`, `link.take_arrived`, `link.hold_reads_after`, `link.send_crossing`), and findings go
+through `ctx.require` / `ctx.halt`. Session fields of our flows come from the peer's bookkeeping; a flow
 that must not open the session window says so (`keep_window()`), because the window is the barrier the
 client must respect in order.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..peer import ExpectationTimeout, PeerError, UnexpectedFrame
-from ..wire import AmqpValue, Flow, Transfer, encode_message, serial_add, serial_diff
+from ..wire import AmqpValue, Close, End, Flow, Transfer, encode_message, serial_add, serial_diff
 from . import crossing as crossings
 from .crossing import Crossing
 
@@ -58,8 +60,29 @@ class LinkEnd:
         return self.peer.flow(self.channel, handle=self.handle, **fields)
 
     def session_flow(self, **fields):
-        """A flow without a handle on this link's session (e.g. `incoming_window=` to open our window)."""
+        """A flow on this link's session without this link's handle (e.g. `incoming_window=` to open our
+        window; `handle=`: one the client never attached, 2.7.4/103)."""
         return self.peer.flow(self.channel, **fields)
+
+    def echo(self, *, requirement: str | None, settled: bool = False, **fields):
+        """Our flow for this link with `echo=true` (and `fields`); returns the client's next flow for the link
+        after it, within the answer window. No answer: a finding on `requirement` (halts); with requirement
+        None (echo only as a means), None. Unless `settled`, the client's own flows stop first (a flow it
+        sends on attach is not the answer), as `SenderScript.echo` lets the broker settle."""
+        if not settled:
+            self.settle_flows()
+        mark = self.peer.mark()             # its answer comes after our echo
+        self.flow(echo=True, **fields)
+        reply = self.await_flow(timeout=self.ctx.answer_window(), after=mark)
+        if reply is None and requirement is not None:
+            self.ctx.halt(requirement, f"the client's {'receiver' if isinstance(self, SendingEnd) else 'sender'} "
+                          "did not answer our echo", expected="its flow state",
+                          actual=f"no flow within {self.ctx.answer_window():.1f} s", conn=self.conn)
+        return reply
+
+    def detach(self, error: Any = None):
+        """Our detach of this link (closed)."""
+        return self.peer.detach(self.channel, self.handle, error=error)
 
     @property
     def their_initial_id(self) -> int:
@@ -98,11 +121,27 @@ class LinkEnd:
         (`ClientConnection.expect_until`)."""
         return self.conn.await_frame_until(Flow, pending, timeout=timeout, handle=self.client_handle, **fields)
 
-    def flows(self, *, after: int | None = None) -> list:
-        """The client's flows for this link that arrived at or after position `after` (default: all)."""
-        start = 0 if after is None else after
-        return [f for f in self.peer.arrived[start:] if isinstance(getattr(f, "body", None), Flow)
+    def flows_after(self, position: int = 0) -> list:
+        """The client's flows for this link that arrived at or after arrival position `position` (default:
+        all), as `ReceiverScript.flows_after`."""
+        return [f for f in self.peer.arrived[position:] if isinstance(getattr(f, "body", None), Flow)
                 and f.channel == self.client_channel and f.body.handle == self.client_handle]
+
+    def settle_flows(self) -> None:
+        """Wait until the client has sent no flow for a quiet period (bounded: `ClientConnection.settle_down`):
+        its top-ups and a flow it sends on attach have come."""
+        self.conn.settle_down(Flow)
+
+    def await_ending(self, kinds=(End, Close), *, timeout: float | None = None):
+        """The client's frame of `kinds` (a detach, its end of a session, its close of the connection), or None
+        within `timeout` (default the answer window): judges nothing, the caller says what it means (as
+        `SessionScript.await_session_error`)."""
+        return self.conn.await_frame(kinds, timeout=self.ctx.answer_window() if timeout is None else timeout)
+
+    def hold_reads(self) -> None:
+        """From now on, hold our reads: what the client sends next stays in our receive buffer, unread, until
+        `cross` reads on (arm before asking the application for the frame that must cross ours)."""
+        self.peer.hold_reads_after(None)
 
     def cross(self, awaited: Callable[[Any], bool], send: Callable[[], Any], what: str, *,
               timeout: float | None = None) -> Crossing:
@@ -171,8 +210,9 @@ class ReceivingEnd(LinkEnd):
             got.append(frame)
         return got
 
-    def take_transfers(self) -> list:
-        """Every transfer of this link already read and not yet taken (settled as they are taken)."""
+    def take_arrived(self) -> list:
+        """Every transfer of this link already read and not yet taken (settled as they are taken), as
+        `ReceiverScript.take_arrived`."""
         taken = []
         while True:
             try:

@@ -32,6 +32,8 @@ _counter = itertools.count(1)
 class CaseContext(CaseRecord):
     """A case's context when its subject is a broker (`spec.kind == "broker"`)."""
 
+    noun = "broker"
+
     def __init__(self, spec, broker, options):
         super().__init__(spec, broker, options)
         self.broker = broker
@@ -248,20 +250,17 @@ class CaseContext(CaseRecord):
 
     # -- after the case --------------------------------------------------------------------------------
 
-    def close(self, *, delete_queues: bool = True) -> None:
-        """Drop the case's connections and delete its queues. `delete_queues` False: a connection of the case
-        was cut or stalled (the case is `error`; on a broker that stopped answering each delete would wait a
-        frame timeout and more; the queues are left behind)."""
+    def close(self, *, cut: bool = False) -> None:
+        """Drop the case's connections and delete its queues. `cut`: a connection of the case was cut or
+        stalled (the case is `error`; on a broker that stopped answering each delete would wait a frame timeout
+        and more; the queues are left behind)."""
         for conn in self.connections:
             conn.peer.close()
-        if not delete_queues:
+        if cut:
             return
         for name in self._queues:
             with contextlib.suppress(Exception):
                 self.broker.delete_queue(name)
-
-    def transcripts_json(self) -> list[dict]:
-        return [c.peer.transcript.to_json() for c in self.connections]
 
     def ladders(self) -> list[str]:
         out = []
@@ -271,7 +270,8 @@ class CaseContext(CaseRecord):
             out.append(f"connection {c.number}\n" + c.peer.transcript.ladder(peer_is_receiver=not sender_side))
         return out
 
-    def broker_identity(self) -> tuple[str | None, str | None]:
+    def subject_identity(self) -> tuple[str | None, str | None]:
+        """The broker's product and version from its open's properties (else its profile's)."""
         product, version = self.broker.product, self.broker.version
         for c in self.connections:
             props = c.broker_open.properties if c.broker_open is not None else None

@@ -120,7 +120,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
                 if result.verdict is not Verdict.UNSUPPORTED:
                     # after the case, before it drops its connections: were they cut or stalled?
                     broke = cut_or_stalled(ctx.broker_peers(), options.frame_timeout)
-                ctx.close(delete_queues=broke is None)
+                ctx.close(cut=broke is not None)
             if result.verdict is not Verdict.UNSUPPORTED:
                 ctx.judge()
                 _conclude(result, spec, ctx, outcome, error)
@@ -143,7 +143,7 @@ def run_case(spec: CaseSpec, broker, options: RunOptions | None = None) -> CaseR
             result.observations["not_sent_after_the_broker_ended"] = skipped
         result.transcripts = ctx.transcripts_json()
         result.ladders = ctx.ladders()
-        ident = ctx.broker_identity()
+        ident = ctx.subject_identity()
         result.broker_product, result.broker_version = ident
     if result.verdict is Verdict.ERROR:
         with contextlib.suppress(Exception):

@@ -107,7 +107,7 @@ class ReceiverScript(LinkScript):
         queue, then the window again (a broker that stopped answering: the frame timeout)."""
         def wait(t):
             return self.peer.expect(Transfer, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    timeout=t, unless=self._gone)
+                                    timeout=t, unless=self.ended_by)
         if timeout is not None:
             return wait(timeout)
         try:
@@ -261,7 +261,7 @@ class ReceiverScript(LinkScript):
         (after a barrier round trip, whatever the broker sent in answer is here): an optional answer."""
         try:
             return self.peer.expect(Flow, channel=self.session.remote_channel, handle=self.broker_handle,
-                                    after=self._mark, timeout=0, unless=self._gone).body
+                                    after=self._mark, timeout=0, unless=self.ended_by).body
         except (ExpectationTimeout, ConnectionLost):
             return None
 
@@ -272,7 +272,7 @@ class ReceiverScript(LinkScript):
         after = self._mark if after is None else after
         return self.session.answer_or_absence(lambda timeout: self.peer.expect(
             Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=after, timeout=timeout,
-            unless=self._gone, **matchers), on_connection=True)
+            unless=self.ended_by, **matchers), on_connection=True)
 
     def _position(self, body) -> int:
         for i, item in enumerate(self.peer.arrived):

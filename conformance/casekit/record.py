@@ -9,9 +9,10 @@ the model's judgement of every frame the other side sent (`judge_model`) and the
 (`judge_obligations`). A finding names the frame it rests on when there is one (`frame=`): its index in
 that connection's transcript is what the report and the bug report show.
 
-A subclass says which connections carry the subject's frames (`conversations()`) and adds only what its
-subject can honour: queues, alarms and broker hooks for brokers; the application and the scripted broker
-for client libraries.
+A subclass says which connections carry the subject's frames (`conversations()`), answers what the
+executor asks of every context in its own terms (`judge`, `close`, `subject_identity`, `ladders`, `noun`)
+and adds only what its subject can honour: queues, alarms and broker hooks for brokers; the application and
+the scripted broker for client libraries.
 """
 
 from __future__ import annotations
@@ -131,12 +132,35 @@ class CaseRecord:
         return Outcome(OutcomeKind.UNOBSERVABLE, f"{requirement} not observable on this {self.noun}, because "
                        f"{because}", observations, requirement)
 
-    noun = "broker"
+    noun = "subject"        # what the subject is called in a reason ("broker", "client library")
 
     def describe_error(self, exc: BaseException) -> str:
         if isinstance(exc, PeerError):
             return f"{type(exc).__name__}: {exc}"
         return f"internal error: {type(exc).__name__}: {exc}"
+
+    # -- what the executor asks of every context (each subject answers in its own terms) -------------------------
+
+    def judge(self) -> None:
+        """After the case: the model's findings over every frame the subject sent, and the obligations it
+        broke."""
+        raise NotImplementedError
+
+    def close(self, *, cut: bool = False) -> None:
+        """After the case: let go of everything it opened. `cut`: a connection of the case was cut or stalled
+        (nothing that needs the subject's answer is attempted)."""
+        raise NotImplementedError
+
+    def transcripts_json(self) -> list[dict]:
+        return [c.peer.transcript.to_json() for c in self.conversations()]
+
+    def ladders(self) -> list[str]:
+        """Each conversation drawn as a ladder (the report's and the bug report's)."""
+        raise NotImplementedError
+
+    def subject_identity(self) -> tuple[str | None, str | None]:
+        """(product, version) of the subject as the record names it."""
+        raise NotImplementedError
 
     # -- after the case: the whole exchange ------------------------------------------------------------------
 

@@ -70,10 +70,17 @@ class LinkScript:
     def broker_handle(self) -> int:
         return self.state.remote_handle
 
-    def _gone(self, frame) -> bool:
-        """Whether `frame` ends this link (the broker's detach of it), its session or the connection."""
-        return self.session._gone(frame) or (isinstance(frame.body, Detach) and frame.channel == self.session.remote_channel
-                                            and frame.body.handle == self.broker_handle)
+    def ended_by(self, frame) -> bool:
+        """Whether `frame` (one the broker sent) ends this link (its detach of it), its session or the
+        connection."""
+        return self.session.ended_by(frame) or (isinstance(frame.body, Detach) and self._is_for_link(frame))
+
+    def is_flow_for(self, frame) -> bool:
+        """Whether `frame` (one the broker sent) is a flow for this link."""
+        return isinstance(getattr(frame, "body", None), Flow) and self._is_for_link(frame)
+
+    def _is_for_link(self, frame) -> bool:
+        return frame.channel == self.session.remote_channel and frame.body.handle == self.broker_handle
 
     def _await_attach(self) -> None:
         try:

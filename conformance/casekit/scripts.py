@@ -211,7 +211,7 @@ class SessionScript:
             return nii is None or serial_diff(int(nii), ours) <= 0
         try:
             return self.answer_or_absence(lambda timeout: self.peer.expect(
-                Flow, channel=self.remote_channel, after=mark, where=current, timeout=timeout, unless=self._gone)).body
+                Flow, channel=self.remote_channel, after=mark, where=current, timeout=timeout, unless=self.ended_by)).body
         except (ExpectationTimeout, ConnectionLost) as exc:
             if requirement is None:
                 own = [f.body for f in self.peer.received(Flow) if f.channel == self.remote_channel
@@ -229,8 +229,8 @@ class SessionScript:
                and f.body.next_incoming_id is not None and int(f.body.next_incoming_id) == ours]
         return own[-1] if own else None
 
-    def _gone(self, frame) -> bool:
-        """Whether `frame` ends this session (the broker's end) or the connection (close)."""
+    def ended_by(self, frame) -> bool:
+        """Whether `frame` (one the broker sent) ends this session (its end) or the connection (close)."""
         return isinstance(frame.body, Close) or (isinstance(frame.body, End) and frame.channel == self.remote_channel)
 
     def barrier(self, queue: str | None = None, *, through_queue: bool = False, on_connection: bool = False) -> None:
@@ -253,7 +253,7 @@ class SessionScript:
         self._barriers += 1
         name = f"{self._link_name('barrier')}.{self._barriers}"    # a new name each time: a link's name is its identity
         link_round_trip(self.peer, self.channel, self.remote_channel, handle, name, through_queue=through_queue,
-                        address=self.ctx.address(queue, "source" if through_queue else "target"), gone=self._gone)
+                        address=self.ctx.address(queue, "source" if through_queue else "target"), gone=self.ended_by)
 
     def settle_by_barrier(self, queue: str | None = None, *, through_queue: bool = False) -> None:
         """Before watching a quiet period: a barrier round trip, so the quiet period starts once the broker

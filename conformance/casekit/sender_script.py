@@ -83,7 +83,7 @@ class SenderScript(LinkScript):
         try:
             return self.session.answer_or_absence(lambda timeout: self.peer.expect(
                 Flow, channel=self.session.remote_channel, handle=self.broker_handle, after=mark, where=current,
-                timeout=timeout, unless=self._gone), on_connection=True).body
+                timeout=timeout, unless=self.ended_by), on_connection=True).body
         except (ExpectationTimeout, ConnectionLost) as exc:
             if requirement is None:       # echo only as a means: no answer is no finding
                 return None

@@ -111,6 +111,10 @@ def case(id: str, title: str, requirements: list[str] | tuple[str, ...], *, subj
     if not CASE_ID.match(id):
         raise ValueError(f"case id {id!r} must look like <section>/<n>, e.g. 2.6.8/1")
     subject = tuple(subject) or tuple(requirements[:1])
+    if kind == "client" and (needs or exclusive or own_node or refusals_judged):
+        # what a broker's profile, node or configuration answers: a client subject has none of it
+        raise ValueError(f"case {id}: a client case takes no broker hooks, nodes or refusals (needs, exclusive, "
+                         "own_node, refusals_judged)")
 
     registry = CLIENT_REGISTRY if kind == "client" else REGISTRY
 

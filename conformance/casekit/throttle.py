@@ -295,7 +295,7 @@ def _await_outcome(link, did: int, mark: int):
 
     def wait(timeout):
         return peer.expect(Disposition, channel=link.session.remote_channel, after=mark, where=covers,
-                           timeout=timeout, unless=link._gone).body.state
+                           timeout=timeout, unless=link.ended_by).body.state
     try:
         return wait(2 * link.session.absence_window())
     except PeerError:

@@ -22,7 +22,7 @@ def client_session_window(ctx):
         if taken < 5:
             link.expect_no_transfer(requirement="2.5.6/remote-incoming-window-decrement",
                                     why=f"beyond our session incoming-window ({WINDOW} from our last flow)")
-            taken += len(link.take_transfers())
+            taken += len(link.take_arrived())
             link.session_flow(incoming_window=WINDOW)          # next-incoming-id as read: room for 2 more
     ctx.observe(application=ctx.answer(sending, 4.0))
     return ctx.passed(f"the client sent at most {WINDOW} transfers per window")

@@ -19,7 +19,7 @@ def client_stop_consumer(ctx):
     link.expect_credit()
     link.transfer("before-stop")
     ctx.do("receive", timeout_ms=1000)
-    link.peer.hold_reads_after(None)                              # from now on: the client's stop stays unread
+    link.hold_reads()                                             # from now on: the client's stop stays unread
     stopping = ctx.app("stop")
     handle = link.client_handle
     crossing = link.cross(
@@ -32,14 +32,14 @@ def client_stop_consumer(ctx):
         answer = ctx.answer(stopping)
         return ctx.informational(f"the library's stop ({answer.get('api')}) sent neither link-credit 0 nor a detach")
     if isinstance(how.body, Detach):
-        link.peer.detach(link.channel, link.handle)
+        link.detach()
         ctx.answer(stopping)
         return ctx.informational("the library stops a consumer by detaching the link (not link-credit 0)",
                                  stop=str(how.body), crossing=crossing.happened)
     if how.body.echo:
         link.flow(echo=False)
     answer = ctx.answer(stopping)
-    reaction = link.conn.await_frame((End, Close), timeout=ctx.answer_window())
+    reaction = link.await_ending((End, Close))
     ctx.observe(application=answer, stop=str(how.body))
     if reaction is not None:
         return ctx.informational(f"after link-credit 0 the client answered transfers in flight with "

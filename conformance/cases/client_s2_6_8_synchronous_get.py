@@ -94,7 +94,7 @@ def client_session_ended_during_drain(ctx):
                         "session", expected="an error or a timeout for the application", actual=str(exc),
                         conn=link.conn)
         raise
-    ended = link.conn.await_frame(End, timeout=ctx.answer_window())
+    ended = link.await_ending(End)
     told = (not answer.get("ok")) or bool(answer.get("events"))
     ctx.observe(drain_sent=drain is not None, application=answer, client_ended=ended is not None)
     how = f"told of the error ({answer.get('error') or answer.get('events')})" if told else "saw a plain timeout"

@@ -2,13 +2,14 @@
 seen the sender's attach), echo answered, and a flow on a handle it never attached (the session MUST end)."""
 
 import contextlib
+from typing import NoReturn
 
 from ..casekit import case
 from ..casekit.client_context import INITIAL_DELIVERY_COUNT
 from ..clients.driver import DriverError
 from ..peer import PeerError
 from ..peer.errors import MalformedInput
-from ..wire import Close, End, Flow
+from ..wire import Close, End
 from ..wire.loose import describe_frame, missing_mandatory
 from ..wire.serial import serial_add
 
@@ -25,12 +26,12 @@ def client_flow_delivery_count(ctx):
     link.expect_credit()
     link.transfer("one")
     ctx.do("receive", timeout_ms=1000)
-    link.conn.settle_down(Flow)
+    link.settle_flows()
     # a flow that came after our attach and carries a delivery-count either saw the attach (then it is the
     # sender's: 2^32-5, or 2^32-4 once it counted our transfer) or did not (then it MUST NOT carry one);
     # flows that came before our attach the model judges
     allowed = (INITIAL_DELIVERY_COUNT, serial_add(INITIAL_DELIVERY_COUNT, 1))
-    wrong = next((f for f in link.flows(after=link.attached_at) if f.body.delivery_count is not None
+    wrong = next((f for f in link.flows_after(link.attached_at) if f.body.delivery_count is not None
                   and int(f.body.delivery_count) not in allowed), None)
     ctx.require(wrong is None, "2.7.4/receiver-delivery-count", "the client's flow does not carry the sender's "
                 "delivery-count from our attach", expected=f"delivery-count={INITIAL_DELIVERY_COUNT:#x} (or +1 after "
@@ -44,12 +45,7 @@ def client_flow_delivery_count(ctx):
 def client_sender_echo(ctx):
     """2.7.4: If set to true then the receiver SHOULD send its state at the earliest convenient opportunity."""
     link = ctx.sender()
-    link.conn.settle_down(Flow)         # a flow it sends on attach has come (and is not the answer)
-    mark = link.peer.mark()             # its answer comes after our echo
-    link.flow(link_credit=3, echo=True)
-    reply = link.await_flow(timeout=ctx.answer_window(), after=mark)
-    ctx.require(reply is not None, "2.7.4/echo", "the client's sender did not answer our echo",
-                expected="its flow state", actual=f"no flow within {ctx.answer_window():.1f} s", conn=link.conn)
+    link.echo(requirement="2.7.4/echo", link_credit=3)      # after its own flows (one on attach is no answer)
     return ctx.passed("the client answered the echo with its flow state")
 
 
@@ -60,11 +56,8 @@ def client_receiver_echo(ctx):
     """2.7.4 echo, the other way: the sender asks the receiving client for its state."""
     link = ctx.receiver(5)
     grant = link.expect_credit()
-    mark = link.peer.mark()             # its answer comes after our echo (an earlier flow still unread is not one)
-    link.flow(link_credit=int(grant.body.link_credit), available=0, echo=True)
-    reply = link.await_flow(timeout=ctx.answer_window(), after=mark)
-    ctx.require(reply is not None, "2.7.4/echo", "the client's receiver did not answer our echo",
-                expected="its flow state", actual=f"no flow within {ctx.answer_window():.1f} s", conn=link.conn)
+    # at once after its grant (an earlier flow still unread is not the answer: only one after our echo is)
+    link.echo(requirement="2.7.4/echo", settled=True, link_credit=int(grant.body.link_credit), available=0)
     return ctx.passed("the client answered the echo with its flow state")
 
 
@@ -78,7 +71,7 @@ def client_unattached_handle(ctx):
     respond by ending the session with an unattached-handle session error."""
     link = ctx.receiver(5)
     link.expect_credit()
-    ours = link.peer.flow(link.channel, handle=link.handle + 9, delivery_count=0, link_credit=1)
+    ours = link.session_flow(handle=link.handle + 9, delivery_count=0, link_credit=1)
     # The round trip that proves absence: right behind our flow, a message on the attached link, and the
     # application receives. A client reads a session's frames in order, so a library that hands the
     # application that message has read our flow(handle=9): its end then gets one quiet period more. Without
@@ -92,7 +85,7 @@ def client_unattached_handle(ctx):
         if got.done() and read_it(got.result(0)):
             ctx.observe(round_trip=f"the application received {AFTER!r}, sent right behind our flow(handle=9)")
         _collect(ctx, got)
-        return _no_end(ctx, link, ours, exc)
+        _no_end(ctx, link, exc)
     if isinstance(frame.body, End):
         link.end_session()               # our end answers the client's (it may wait for it before it closes)
     _collect(ctx, got)
@@ -113,31 +106,25 @@ def _collect(ctx, got) -> None:
         ctx.answer(got)
 
 
-def _no_end(ctx, link, ours, exc):
+def _no_end(ctx, link, exc) -> NoReturn:
     """No end or close decoded: the wait ran out, the client dropped the connection, or it sent a frame our
-    codec refuses (said exactly: its performative and which mandatory field it lacks)."""
-    expected = "end(error=amqp:session:unattached-handle)"
+    codec refuses (said exactly: its performative and which mandatory field it lacks). Halts on the finding."""
     if isinstance(exc, MalformedInput):
         sent = describe_frame(exc.raw) or f"bytes our codec cannot decode ({exc.reason})"
         lacks = missing_mandatory(exc.raw)
         why = f": its {', '.join(lacks)} is missing, a mandatory field" if lacks else ""
-        ctx.add_finding("2.7.4/unattached-handle", f"the client answered our flow(handle=9) with {sent}{why}; "
-                        "not an end of the session with unattached-handle", expected=expected, actual=sent,
-                        conn=link.conn)
+        reason, actual = (f"the client answered our flow(handle=9) with {sent}{why}; not an end of the session with "
+                          "unattached-handle", sent)
     elif link.peer.closed_by_remote:
         how = {"fin": "a TCP FIN", "reset": "a TCP reset"}.get(link.peer.ending, link.peer.ending)
-        ctx.add_finding("2.7.4/unattached-handle", f"the client dropped the connection ({how}) with no frame "
-                        "after our flow(handle=9): no end, no close", expected=expected,
-                        actual=f"{how}, no end or close frame", conn=link.conn)
+        reason, actual = (f"the client dropped the connection ({how}) with no frame after our flow(handle=9): no "
+                          "end, no close", f"{how}, no end or close frame")
     elif ctx.observations.get("round_trip"):
-        ctx.add_finding("2.7.4/unattached-handle", "the client ignored a flow on an unattached handle: its "
-                        f"application received the message we sent right behind it ({AFTER!r}), so the library had "
-                        "read the flow, and it sent no end", expected=expected,
-                        actual=f"no end or close; {AFTER!r} received, then {ctx.options.quiet_period:.1f} s quiet",
-                        conn=link.conn)
+        reason, actual = ("the client ignored a flow on an unattached handle: its application received the message "
+                          f"we sent right behind it ({AFTER!r}), so the library had read the flow, and it sent no end",
+                          f"no end or close; {AFTER!r} received, then {ctx.options.quiet_period:.1f} s quiet")
     else:
-        ctx.add_finding("2.7.4/unattached-handle", "the client ignored a flow on an unattached handle",
-                        expected=expected, actual=f"no end or close within {ctx.options.frame_timeout:.1f} s",
-                        conn=link.conn)
-    return ctx.passed("(no end)")
-
+        reason, actual = ("the client ignored a flow on an unattached handle",
+                          f"no end or close within {ctx.options.frame_timeout:.1f} s")
+    ctx.halt("2.7.4/unattached-handle", reason, expected="end(error=amqp:session:unattached-handle)", actual=actual,
+             conn=link.conn)

@@ -15,8 +15,8 @@ from ..casekit.producers import (
     resume_by_consuming,
 )
 from ..casekit.scripts import Excess
-from ..peer import ConnectionLost, ExpectationTimeout
-from ..wire import Flow, serial_add, serial_diff
+from ..casekit.top_up import cross_top_up_alone, send_pipelined
+from ..wire import serial_add
 
 
 # -- receiver side ----------------------------------------------------------------------------------------
@@ -282,112 +282,10 @@ def _publish_across_the_wrap(ctx, queue: str, *, durable: bool):
     link.transfer(b"wrap-0")
     if durable:
         link.await_outcomes(1)      # a store that refuses durable messages says so at the first: send no more
-    if _send_pipelined(link, count) and count > 4:
-        link.await_outcomes(len(link.sent))
-        _cross_the_top_up_alone(ctx, link)
+    if send_pipelined(link, count) and count > 4:       # a broker topping the credit up (Artemis) does so
+        link.await_outcomes(len(link.sent))             # while the burst arrives: its next top-up crosses
+        cross_top_up_alone(link)                        # our last transfer alone (casekit/top_up.py)
     return link, len(link.sent), link.await_outcomes(len(link.sent))
-
-
-def _send_pipelined(link, until: int, *, stop_at_flow: bool = False) -> bool:
-    """Send `wrap-<n>` transfers within credit, without waiting for outcomes, until `until` are sent in all
-    (`stop_at_flow`: or a flow for the link arrived meanwhile); False when the broker ended the link or
-    dropped the connection. Each look reads only the frames that arrived since the last one."""
-    seen = 0
-
-    def news() -> tuple[bool, bool]:      # (the link ended, a flow for it came) since the last look
-        nonlocal seen
-        fresh = link.peer.arrived[seen:]
-        seen += len(fresh)
-        frames = [f for f in fresh if getattr(f, "body", None) is not None]
-        return (any(link._gone(f) for f in frames),
-                any(isinstance(f.body, Flow) and f.channel == link.session.remote_channel
-                    and f.body.handle == link.broker_handle for f in frames))
-
-    if news()[0]:                 # everything so far: ended already?
-        return False
-    while len(link.sent) < until and link.credit > 0:
-        ended, flowed = news()
-        if ended:
-            return False
-        if stop_at_flow and flowed:
-            break
-        try:
-            link.transfer(f"wrap-{len(link.sent)}".encode())
-        except ConnectionLost:      # dropped: what arrived before it is judged
-            return False
-    return not link.ended_by_broker()
-
-
-TOP_UP_ROUNDS = 3     # 2.6.7/11 learns a broker's credit top-up point at most this often
-SINGLE_STEPS = 5      # ... and crosses it one transfer at a time from this many before to this many after
-
-
-def _cross_the_top_up_alone(ctx, link) -> None:
-    """The broker's own flow that shows the wrapped count must be sent after it received every transfer of
-    ours, or its delivery-count cannot be checked exactly. A broker that tops a publisher's credit up when
-    the credit it granted beyond the deliveries it settled falls to a low mark (Artemis: 300 of 1000) sends
-    that flow while a burst is still arriving: its delivery-count is behind ours. Learn the mark from that
-    flow: a broker that restores the credit of its first grant, counted from the deliveries it settled (as
-    Artemis does), had settled the new limit minus that grant, so the mark is the replaced limit minus those.
-    Then send within the new credit until just before the next crossing, let the broker settle everything,
-    and cross it one transfer at a time, each followed by its outcome and a barrier round trip, so the next
-    top-up is sent after the broker received every transfer.
-    Bounded: a few rounds, the granted credit, and one named wait for the top-up; a broker that sends no
-    such flow leaves the case to the echo and then to 'not observable'."""
-    for _ in range(TOP_UP_ROUNDS):
-        flows = _own_flows(link)
-        if len(flows) < 2 or _behind(link, flows[-1]) == 0:
-            return              # no top-up at all, or one sent after every transfer: judged as it is
-        before, top_up = flows[-2], flows[-1]
-        granted = _relative(link, _limit(top_up))
-        settled = granted - int(flows[0].link_credit)     # when it topped up, restoring its first grant
-        mark = _relative(link, _limit(before)) - settled  # credit beyond the settled deliveries left then
-        due = granted - mark                              # the transfer whose settlement brings the next top-up
-        if mark <= 0 or due <= len(link.sent):
-            return
-        if not _send_pipelined(link, due - SINGLE_STEPS, stop_at_flow=True):
-            return
-        link.await_outcomes(len(link.sent))
-        link.session.settle_by_barrier()
-        if len(_own_flows(link)) > len(flows):
-            continue            # it came early: learn again from it
-        while len(link.sent) < due + SINGLE_STEPS and len(_own_flows(link)) == len(flows):
-            if not _send_pipelined(link, len(link.sent) + 1):
-                return
-            link.await_outcomes(len(link.sent))
-            link.session.settle_by_barrier()
-        if len(_own_flows(link)) == len(flows):
-            _await_top_up(ctx, link)
-
-
-def _await_top_up(ctx, link) -> None:
-    """The broker's next credit top-up for the link, waited for within twice the quiet period."""
-    try:
-        link.peer.expect(Flow, channel=link.session.remote_channel, handle=link.broker_handle,
-                         after=link.peer.mark(), timeout=ctx.options.quiet_period * 2)
-    except (ExpectationTimeout, ConnectionLost):
-        pass                    # none: the echo is asked next
-
-
-def _own_flows(link) -> list:
-    """The broker's flows for this link with a delivery-count and link-credit, in arrival order."""
-    return [f.body for f in link.peer.received(Flow) if f.channel == link.session.remote_channel
-            and f.body.handle == link.broker_handle and f.body.delivery_count is not None
-            and f.body.link_credit is not None]
-
-
-def _limit(flow) -> int:
-    return serial_add(int(flow.delivery_count), int(flow.link_credit))
-
-
-def _relative(link, count: int) -> int:
-    """A delivery-count as the number of our transfers it stands for (0xfffffffd is 0)."""
-    return serial_diff(0xFFFFFFFD, count)
-
-
-def _behind(link, flow) -> int:
-    """How many of our transfers the flow's delivery-count does not count."""
-    return serial_diff(int(flow.delivery_count), link.state.delivery_count)
 
 
 @case("2.6.7/12", "Transfers beyond the granted credit: handled or detached, never lost silently",

@@ -88,6 +88,11 @@ class LinkHandling:
             reported = None
         self._send(self._session_flow(s, link, delivery_count=reported, link_credit=b.link_credit), s.channel)
 
+    def _top_up_mark(self) -> int:
+        """The credit left at which a publisher's credit is topped up."""
+        mark = self.cfg.publisher_top_up_at
+        return self.cfg.publisher_credit // 2 if mark is None else mark
+
     # -- transfers from the peer (publishers) --------------------------------------------------------------
 
     def _on_transfer(self, channel, transfer, payload) -> None:
@@ -137,7 +142,7 @@ class LinkHandling:
                 self._send(self._session_flow(s, link, delivery_count=link.books.delivery_count, link_credit=0,
                                               drain=True), s.channel)
             link.blocked = True
-        elif link.books.link_credit <= self.cfg.publisher_credit // 2 and not self.faults.drop_on_excess:
+        elif link.books.link_credit <= self._top_up_mark() and not self.faults.drop_on_excess:
             self._grant_publisher_credit(s, link)
         for other in self.state.connections:
             other.pump_all()
