@@ -72,7 +72,7 @@ def cmd_selfcheck(args) -> int:
     options = run_options.from_args(args)                                # exit 2 for a bad value
     cases = selection.select_cases(args.selectors, args.keyword)        # exit 3 unknown case, 2 bad -k
     [spec] = resolve([args.broker], args.profile)                       # exit 2 for an unknown broker
-    if spec.url is not None and spec.url.startswith("amqps:"):
+    if spec.address is not None and spec.address.tls:
         raise UsageError("selfcheck needs a plain amqp:// broker: the proxy decodes frames and cannot sit inside TLS")
     report, outcome = run_selfcheck(spec, cases, faults, options=options, console=Console(sys.stdout, summary=False, noun="configuration"),
                                     selection={"cases": list(args.selectors), "keyword": args.keyword}, gate=gate)

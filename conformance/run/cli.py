@@ -91,14 +91,14 @@ def _brokers(args):
         label = args.label or "broker"
         resolve([args.url.replace("{port}", "5672")], args.profile)     # a bad URL or profile: before starting
         with StartedCommand(args.start, args.url, label=label, ready_timeout=args.ready_timeout) as started:
-            yield [BrokerSpec(label, started.url, args.profile or "generic")]
+            yield [BrokerSpec(label, started.address, args.profile or "generic")]
         return
     specs = resolve(args.broker, args.profile)
     if args.label:
-        urls = [s for s in specs if s.url is not None]
+        urls = [s for s in specs if s.address is not None]
         if len(urls) != 1 or len(specs) != 1:
             raise UsageError("--label names one broker given by URL (or --start); run the others without it")
-        specs = [BrokerSpec(args.label, specs[0].url, specs[0].profile)]
+        specs = [BrokerSpec(args.label, specs[0].address, specs[0].profile)]
     yield specs
 
 

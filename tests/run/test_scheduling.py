@@ -8,6 +8,7 @@ from conformance.brokers import BrokerHandle, load_profile
 from conformance.casekit import executor
 from conformance.cases import load_all
 from conformance.options import RunOptions
+from conformance.peer import parse_url
 from conformance.verdict import Verdict
 
 HOOK_CASES = {"2.5.6/4": "memory_alarm", "2.5.6/5": "disk_alarm", "2.5.6/6": "memory_alarm",
@@ -23,7 +24,7 @@ def test_a_case_needing_a_missing_hook_is_unsupported_before_the_lock_or_a_conne
         yield
 
     monkeypatch.setattr(executor, "broker_lock", no_lock)
-    handle = BrokerHandle("nothing", "amqp://127.0.0.1:1", load_profile("qpid-proton-c"))
+    handle = BrokerHandle("nothing", parse_url("amqp://127.0.0.1:1"), load_profile("qpid-proton-c"))
     cases = load_all()
     for case_id, hook in HOOK_CASES.items():
         assert hook in cases[case_id].needs
