@@ -25,13 +25,7 @@ from ..verdict import Verdict
 def register(sub) -> None:
     p = sub.add_parser("run", help="run the conformance cases against one or more brokers")
     selection.add_arguments(p)
-    p.add_argument("--broker", action="append", default=[], metavar="NAME|URL",
-                   help="managed broker (qpid-proton-c, rabbitmq-3.10|4.0|4.3, qpid-broker-j-9.2, artemis-2.40.0, "
-                        "activemq-6.3.1, ...: "
-                        "`brokers list`) or amqp[s]://user:pass@host:port "
-                        "(repeatable; default: qpid-proton-c)")
-    p.add_argument("--profile", default=None, help="profile for URL brokers: rabbitmq-4, rabbitmq-3, qpid-broker-j, "
-                   "artemis, artemis-before-2.32, activemq, qpid-proton-c, generic, or a .toml file")
+    run_options.add_broker_arguments(p.add_argument, many=True, note="default: qpid-proton-c")
     p.add_argument("--start", default=None, metavar="CMD",
                    help="start your broker build with this command ({port}: a free port, also in --url), run "
                         "against it, stop it afterwards; needs --url")

@@ -24,16 +24,13 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.options import FIELDS
+from conformance.options import FIELDS, add_broker_arguments
 from conformance.run.items import SUITE_DIR, Suite, pipeline_of
 
 
 def pytest_addoption(parser):
     group = parser.getgroup("amqp-conformance")
-    group.addoption("--broker", action="append", default=[], metavar="NAME|URL",
-                    help="broker to test: a managed broker name or an amqp[s]:// URL (repeatable)")
-    group.addoption("--profile", default=None, metavar="NAME|FILE",
-                    help="broker profile for --broker URLs (a profile name or a TOML file)")
+    add_broker_arguments(group.addoption, many=True, note="without it the suite's items need a broker")
     group.addoption("--case", action="append", default=[], metavar="ID|SECTION|REQUIREMENT",
                     help="only these cases (repeatable); default: all")
     for name in ("quiet_period", "frame_timeout", "connect_timeout"):

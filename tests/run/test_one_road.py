@@ -66,3 +66,19 @@ def test_pytest_plugin_parses_the_broker_url_once(tmp_path, probe):
     assert f"{len(CASES)} passed" in proc.stdout, proc.stdout
     counts = url_probe.parses(probe, needle)
     assert sum(counts.values()) == 1, f"the URL was parsed {counts} (pid: times); once is the road"
+
+
+def test_broker_and_profile_are_declared_once():
+    """--broker and --profile are declared by conformance.options.add_broker_arguments alone; every command
+    that takes them (and the pytest plugin) calls it."""
+    import re
+    declared, callers = [], []
+    for path in sorted((REPO / "conformance").rglob("*.py")):
+        text = path.read_text("utf-8")
+        if re.search(r"""add(?:_argument|option)?\(\s*["']--(?:broker|profile)["']""", text):
+            declared.append(path.relative_to(REPO).as_posix())
+        if "add_broker_arguments(" in text:
+            callers.append(path.relative_to(REPO).as_posix())
+    assert declared == ["conformance/options.py"]
+    assert set(callers) >= {"conformance/run/cli.py", "conformance/run/plugin.py", "conformance/faultproxy/cli.py",
+                            "conformance/history/cli.py", "conformance/explore/cli.py"}
