@@ -16,7 +16,8 @@ from pathlib import Path
 from conformance import brokers
 from conformance.cases import load_all
 from conformance.options import RunOptions
-from conformance.run.engine import Pipeline, Plan, execute
+from conformance.run.engine import Plan, execute
+from conformance.run.runner import CaseRunner
 from conformance.run.selection import select_cases
 from conformance.run.targets import Brokers, Target
 
@@ -64,13 +65,13 @@ def test_a_worker_gets_its_targets_without_credentials(tmp_path):
                              "product": "p", "version": "1", "node": {"pid": 1, "managed": True},
                              "own_node": {"name": "b", "address": own.fields(), "profile": "generic",
                                           "node": {"pid": 2, "managed": True}}}}
-    pipeline = Pipeline(RunOptions(), ["2.6.8/1"], [Target("b", "b")], started)
+    pipeline = CaseRunner(RunOptions(), ["2.6.8/1"], [Target("b", "b")], started)
     try:
         sent = pipeline.worker_input()
         assert "s3cret" not in json.dumps(sent)                      # plain values, no credentials
         path = Path(sent["credentials"])
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and "s3cret" in path.read_text()
-        worker = Pipeline.for_worker(json.loads(json.dumps(sent)), None)
+        worker = CaseRunner.from_worker_input(json.loads(json.dumps(sent)), None)
         assert worker.brokers.records == started.records             # joined again in the worker
         assert worker.brokers.broker("b").address == address          # the handle rebuilt from the fields
         assert worker.brokers.own_node("b").address == own
