@@ -44,6 +44,10 @@ class RunHooks:
     def run_one(self, case, label: str):
         return self.runner.run_one(case, label)
 
+    def broker(self, label: str):
+        """The broker handle of the target `label` in this process (for tests of one's own beside the cases)."""
+        return self.runner.brokers.handle(self.runner.targets[label])
+
     @property
     def gate(self):
         """What each result is judged against (--expect), or None."""
