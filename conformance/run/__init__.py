@@ -1,7 +1,8 @@
 """The run pipeline: case selection, brokers and targets, the one run loop, the run directory and the
 console (the run's options are `conformance.options`, plain data every layer reads). Every command that
 runs cases (`run`, `selfcheck`, `bisect`, `bisect-run`) and the reference runs of the suite's own tests go
-through `execute(Plan(...))`; `replay` uses its options and brokers.
+through `execute(Plan(...))`, and `pytest --broker ...` through the same controller (`Controller.start`)
+from inside its session; `replay` uses its options and brokers.
 
     selection   select_cases(selectors, keyword): ids, sections, requirement ids, -k expressions
     targets     Brokers (start / check / attach / stop) and Target (a broker, possibly wrapped)
