@@ -2,7 +2,8 @@
 
 This module owns `RunOptions` and nothing else defines these defaults: the `run`, `selfcheck`, `bisect`,
 `bisect-run` and `replay` commands take their flags from `add_arguments`, the pytest plugin its `--quiet-period`
-and `--frame-timeout` from `FIELDS`, and every layer below (the one-case runner, the case vocabulary, the
+and `--frame-timeout` from `FIELDS`; `--broker` and `--profile` are declared once, by `add_broker_arguments`,
+for every command that takes them (run, selfcheck, bisect-run, replay and the pytest plugin), and every layer below (the one-case runner, the case vocabulary, the
 peer's timeouts) reads the values off the object it is handed. It is plain data: it imports nothing of the
 suite but the error types, so any layer may read it.
 
@@ -122,3 +123,19 @@ def from_args(args, **overrides) -> RunOptions:
         given[name] = workers_arg(value) if name == "workers" else value
     given.update({k: v for k, v in overrides.items() if v is not None})
     return RunOptions(**given)
+
+
+BROKER_HELP = ("a managed broker (qpid-proton-c, rabbitmq-3.10|4.0|4.3, qpid-broker-j-9.2, artemis-2.40.0, "
+               "activemq-6.3.1, ...: `brokers list`) or amqp[s]://user:pass@host:port")
+PROFILE_HELP = ("profile for a broker given by URL: rabbitmq-4, rabbitmq-3, qpid-broker-j, artemis, "
+                "artemis-before-2.32, activemq, qpid-proton-c, generic, or a .toml file")
+
+
+def add_broker_arguments(add, *, many: bool = False, required: bool = False, note: str = "") -> None:
+    """Declare --broker and --profile with `add` (an argparse parser's `add_argument` or a pytest option
+    group's `addoption`). `many`: --broker is repeatable (a list, empty when not given); else one value (None
+    when not given) or, `required`, exactly one. `note` ends --broker's help (what happens without it)."""
+    kwargs = {"action": "append", "default": []} if many else {"default": None, "required": required}
+    extra = ("; repeatable" if many else "") + (f"; {note}" if note else "")
+    add("--broker", metavar="NAME|URL", help=BROKER_HELP + extra, **kwargs)
+    add("--profile", default=None, metavar="NAME|FILE", help=PROFILE_HELP)

@@ -191,14 +191,14 @@ def calls(name: str) -> dict[str, int]:
 
 
 def test_one_run_loop():
-    """Cases are run in one place (Pipeline.run_one) by one engine (pytest.main in conformance.run.engine)."""
-    assert calls("run_case") == {"conformance.run.engine": 1}
+    """Cases are run in one place (CaseRunner.run_one) by one engine (pytest.main in conformance.run.engine)."""
+    assert calls("run_case") == {"conformance.run.runner": 1}
     assert calls("pytest.main") == {"conformance.run.engine": 1}
 
 
 def test_run_directories_are_written_by_the_pipeline_only():
-    assert set(calls("RunDirectory.create")) | set(calls("RunDirectory.at")) == {"conformance.run.engine"}
-    assert {m for m in calls("record") if m.startswith("conformance.")} <= {"conformance.run.engine"}
+    assert set(calls("RunDirectory.create")) | set(calls("RunDirectory.at")) == {"conformance.run.controller"}
+    assert {m for m in calls("record") if m.startswith("conformance.")} <= {"conformance.run.runner"}
 
 
 def test_the_record_is_read_from_its_own_room():

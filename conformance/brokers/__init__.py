@@ -1,8 +1,10 @@
 """Brokers under test: managed throwaway nodes (provisioned and started by the suite) and brokers by URL.
 
 `Broker` (module `interface`) is the one interface every broker implements (a typing.Protocol).
-`resolve(value, profile)` turns a `--broker` value into a BrokerSpec; `start(spec, timeout=)` gives the
-BrokerHandle the cases use; `attach(spec, record)` rebuilds it in another process (pytest-xdist workers). This
+`resolve(value, profile)` turns a `--broker` value into a BrokerSpec (a URL is parsed here, once, into a
+`conformance.peer.BrokerAddress`); `start(spec, timeout=)` gives the BrokerHandle the cases use (it carries that
+address); `describe(handle, spec)` is its one serialisable description and `attach(description)` rebuilds the
+handle from it in another process (pytest-xdist workers) without parsing a URL. This
 package never prints a broker URL with its password (handles have `redacted_url`). Managed kinds: RabbitMQ
 4.3, 4.0 and 3.10, Qpid Broker-J per release line, ActiveMQ Artemis and ActiveMQ Classic per release
 (`SERIES` lists the release series), and qpid-proton-c (the default: it builds in a second and starts in a
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 
 from ..errors import BrokerUnreachable, ConformanceError, UsageError
 from ..options import RunOptions
+from ..peer import BrokerAddress, parse_url
 from .broker_errors import HookFailed, HookUnsupported
 from .handle import BrokerHandle, record_broker_identity
 from .interface import Broker, WrappedBroker, is_broker
@@ -68,18 +71,19 @@ TESTED = ("qpid-proton-c", "rabbitmq-3.10", "rabbitmq-4.0", "rabbitmq-4.3", "qpi
 
 @dataclass(frozen=True)
 class BrokerSpec:
-    name: str               # managed kind, or a label for a URL
-    url: str | None         # None for managed brokers until started
-    profile: str
+    name: str                           # managed kind, or a label for a URL
+    address: BrokerAddress | None       # a URL broker's parsed address; None for managed brokers until started
+    profile: str                        # the profile's name or .toml path, as given
 
 
 def resolve(value: str, profile: str | None = None) -> BrokerSpec:
+    """The BrokerSpec of a `--broker` value: a managed broker's name, or a URL (parsed here: the only parse of
+    a `--broker` URL on its way to the socket). UsageError (exit 2) for an unknown name or a malformed URL."""
     if value in MANAGED:
         return BrokerSpec(value, None, profile or MANAGED[value].profile_name)
     if "://" in value:
-        from ..peer import parse_url
         address = parse_url(value)          # UsageError for a malformed URL
-        return BrokerSpec(f"{address.host}:{address.port}", value, profile or "generic")
+        return BrokerSpec(f"{address.host}:{address.port}", address, profile or "generic")
     close = difflib.get_close_matches(value, list(MANAGED), n=1)
     hint = f"did you mean {close[0]}? " if close else ""
     raise UsageError(f"unknown broker {value!r}; {hint}use one of {', '.join(MANAGED)} or an "
@@ -93,24 +97,24 @@ def start(spec: BrokerSpec, port: int | None = None, *, timeout: float | None = 
     --frame-timeout, RunOptions.frame_timeout by default). Errors carry their exit codes: BrokerUnreachable
     (also for a server that never completes the AMQP handshake), AuthenticationFailed."""
     profile = load_profile(spec.profile)
-    if spec.url is not None:
-        from ..peer import PeerError, parse_url
+    if spec.address is not None:
+        from ..peer import PeerError
         bound = RunOptions().frame_timeout if timeout is None else timeout
-        handle = BrokerHandle(spec.name, spec.url, profile)
+        handle = BrokerHandle(spec.name, spec.address, profile)
         try:
             handle.identify(timeout=bound)
         except ConformanceError:
             raise
         except PeerError as exc:
-            raise BrokerUnreachable(f"{parse_url(spec.url).redacted()} did not complete the AMQP handshake within "
+            raise BrokerUnreachable(f"{spec.address.redacted()} did not complete the AMQP handshake within "
                                     f"{bound:g} s (--frame-timeout): {exc}; check that it is an AMQP 1.0 broker "
                                     "and that it is ready") from None
         return handle
     managed = MANAGED[spec.name]()
     node = managed.start(port)
-    return BrokerHandle(spec.name, node.url, profile, tools=managed.tools, env=managed.env or None,
+    return BrokerHandle(spec.name, parse_url(node.url), profile, tools=managed.tools, env=managed.env or None,
                         product=node.extra.get("product"), version=node.extra.get("version"), managed=managed,
-                        node=node_info(node))
+                        node=node_info(node))           # the node's own URL, parsed once where it is born
 
 
 def node_info(node: NodeRecord) -> dict:
@@ -118,20 +122,29 @@ def node_info(node: NodeRecord) -> dict:
     return {"pid": node.pid, "logs": node.extra.get("logs", []), "managed": True}
 
 
-def attach(spec: BrokerSpec, record: dict) -> BrokerHandle:
-    """A handle for a broker another process started or checked (pytest-xdist workers get `record`)."""
-    profile = load_profile(spec.profile)
-    return BrokerHandle(spec.name, record["url"], profile, tools=record.get("tools"), env=record.get("env"),
-                        product=record.get("product"), version=record.get("version"), node=record.get("node"))
-
-
 def describe(handle: BrokerHandle, spec: BrokerSpec) -> dict:
-    """The JSON-able record `attach` takes (the URL inside carries credentials: never print it)."""
-    return {"name": spec.name, "url": handle.url, "profile": spec.profile, "tools": handle.tools, "env": handle.env,
-            "product": handle.product, "version": handle.version, "node": handle.node, "managed": spec.url is None}
+    """The one serialisable description of a broker that another process rebuilds its handle from
+    (`attach`): plain values, the address as its fields. Its `address`, `tools` and `env` may carry
+    credentials (`SECRET_FIELDS`): the run pipeline sends those through a 0600 file, never on a command line
+    or in results."""
+    return {"name": handle.name, "address": handle.address.fields(), "profile": spec.profile,
+            "tools": handle.tools, "env": handle.env, "product": handle.product, "version": handle.version,
+            "node": handle.node}
+
+
+SECRET_FIELDS = ("address", "tools", "env")     # what a description may carry credentials in
+
+
+def attach(description: dict, name: str | None = None) -> BrokerHandle:
+    """The handle of a broker another process started or checked, from its `describe` (the address rebuilt
+    from its fields: no URL is parsed). `name`: the handle's name when it is not the description's."""
+    d = description
+    return BrokerHandle(name or d["name"], BrokerAddress(**d["address"]), load_profile(d["profile"]),
+                        tools=d.get("tools"), env=d.get("env"), product=d.get("product"),
+                        version=d.get("version"), node=d.get("node"))
 
 
 __all__ = ["MANAGED", "DEFAULT_BROKER", "TESTED", "SERIES", "series", "register_kind", "Broker", "WrappedBroker", "is_broker",
            "BrokerSpec", "BrokerHandle", "HookFailed", "HookUnsupported", "resolve",
-           "start", "attach", "describe", "record_broker_identity", "stop_all", "install_cleanup", "available_profiles", "load_profile",
+           "start", "attach", "describe", "SECRET_FIELDS", "BrokerAddress", "record_broker_identity", "stop_all", "install_cleanup", "available_profiles", "load_profile",
            "Profile", "NodeRecord"]

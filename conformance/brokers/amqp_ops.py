@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 from urllib.parse import quote
 
-from ..peer import Peer, PeerError, TLSOptions, Timeouts, summarize
+from ..peer import BrokerAddress, Peer, PeerError, TLSOptions, Timeouts, summarize
 from ..wire import (
     Accepted, AmqpValue, Attach, Begin, Close, Data, Detach, Disposition, End, Flow, Properties, Source, Symbol, Target,
     Transfer, DecodeError, decode_all, encode_message,
@@ -31,7 +31,7 @@ class AmqpOpFailed(HookFailed):
 
 @dataclass(frozen=True)
 class Endpoint:
-    url: str
+    address: BrokerAddress              # where to connect (a handle's parsed address: no URL string)
     sasl: str | None = "auto"
     tls: TLSOptions | None = None
     timeout: float = 30.0              # the whole conversation (a preload of many messages)
@@ -44,7 +44,7 @@ def session(endpoint: Endpoint, what: str) -> Iterator[Peer]:
     try:
         bound = endpoint.frame if endpoint.frame is not None else endpoint.timeout
         timeouts = Timeouts(frame=bound, connect=bound) if endpoint.frame is not None else Timeouts(frame=bound)
-        peer = Peer.connect(endpoint.url, timeouts=timeouts, tls=endpoint.tls)
+        peer = Peer.connect(endpoint.address, timeouts=timeouts, tls=endpoint.tls)
     except PeerError as exc:
         raise AmqpOpFailed(f"{what}: {exc}") from None
     try:

@@ -21,7 +21,8 @@ from ..errors import BrokerStartFailed, UsageError
 
 
 class StartedCommand:
-    """`with StartedCommand(cmd, url, label=...) as started:` -> `started.url` is where it listens."""
+    """`with StartedCommand(cmd, url, label=...) as started:` -> `started.address` is where it listens (the URL
+    parsed once, its {port} filled in), `started.url` that URL."""
 
     def __init__(self, command: str, url: str, *, label: str = "broker", ready_timeout: float = 60.0):
         if "{port}" in url and "{port}" not in command:
@@ -34,13 +35,14 @@ class StartedCommand:
         self.process: subprocess.Popen | None = None
         self._output = None
         self.url = url
+        self.address = None
 
     def __enter__(self) -> "StartedCommand":
         from ..peer import parse_url
         from .managed import free_port, popen
         port = free_port()
         self.url = self.url_template.replace("{port}", str(port))
-        address = parse_url(self.url)                     # UsageError for a malformed URL
+        address = self.address = parse_url(self.url)      # UsageError for a malformed URL
         argv = shlex.split(self.command.replace("{port}", str(port)))
         try:
             self._output = tempfile.TemporaryFile()       # a file, not a pipe: a chatty broker never blocks on it

@@ -3,8 +3,9 @@
 This module owns what the cases may ask of a broker beyond AMQP itself: a unique queue and its address,
 creating / purging / deleting / preloading / inspecting queues, and the profile hooks (alarms, queue
 limits), each run as the profile says (a command or an AMQP management call). A hook the profile lacks
-raises `HookUnsupported` (the case reports unsupported). It never prints the URL with its password:
-`redacted_url` is the printable form.
+raises `HookUnsupported` (the case reports unsupported). A handle carries its broker's parsed address
+(`address`, a `conformance.peer.BrokerAddress`): every connection it or a case opens starts from that object,
+never from a URL string. It never prints the address with its password: `redacted_url` is the printable form.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import quote
 
-from ..peer import TLSOptions, parse_url
+from ..peer import BrokerAddress, TLSOptions
 from . import amqp_ops
 from .broker_errors import HookFailed, HookUnsupported
 from .profiles import Command, HttpCall, ManagementCall, Profile, expand, fill, fill_value, tools_needed
@@ -44,11 +45,14 @@ class BrokerHandle:
     `node`: the node's state record (workers get it from the controller; gives `alive()` and `log_tail()`).
     """
 
-    def __init__(self, name: str, url: str, profile: Profile, *, tools: dict | None = None, env: dict | None = None,
-                 product: str | None = None, version: str | None = None, managed=None, node: dict | None = None):
+    def __init__(self, name: str, address: BrokerAddress, profile: Profile, *, tools: dict | None = None,
+                 env: dict | None = None, product: str | None = None, version: str | None = None, managed=None,
+                 node: dict | None = None):
+        if not isinstance(address, BrokerAddress):
+            raise TypeError(f"BrokerHandle takes a parsed BrokerAddress (conformance.peer.parse_url), not "
+                            f"{type(address).__name__}")
         self.name = name
-        self.url = _with_profile_credentials(url, profile)
-        self.address = parse_url(self.url)
+        self.address = _with_profile_credentials(address, profile)
         self.profile = profile
         self.tools = {**profile.commands, **(tools or {})}
         self.env = env
@@ -63,6 +67,11 @@ class BrokerHandle:
         return f"BrokerHandle({self.name}, {self.redacted_url})"
 
     # -- addressing and identity ---------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The address as a URL string, for a tool that takes one (carries the password: never print)."""
+        return self.address.url()
 
     @property
     def redacted_url(self) -> str:
@@ -107,7 +116,7 @@ class BrokerHandle:
         from ..peer import Peer, Timeouts
         from ..options import RunOptions
         timeout = RunOptions().frame_timeout if timeout is None else timeout
-        peer = Peer.connect(self.url, timeouts=Timeouts(frame=timeout, connect=timeout), tls=self.tls)
+        peer = Peer.connect(self.address, timeouts=Timeouts(frame=timeout, connect=timeout), tls=self.tls)
         try:
             remote = peer.handshake(sasl=self.sasl_mechanism, container_id="amqp-conformance-identify")
             self.record_identity(remote.properties)
@@ -243,7 +252,7 @@ class BrokerHandle:
     answer_timeout: float | None = None    # each answer a housekeeping conversation awaits: the run's --frame-timeout
 
     def _endpoint(self, timeout: float = 30.0) -> amqp_ops.Endpoint:
-        return amqp_ops.Endpoint(self.url, self.sasl_mechanism, self.tls, timeout, self.answer_timeout)
+        return amqp_ops.Endpoint(self.address, self.sasl_mechanism, self.tls, timeout, self.answer_timeout)
 
     def _run(self, action, what: str, **values):
         if isinstance(action, ManagementCall):
@@ -339,15 +348,13 @@ def http_action(tool: list[str], action: HttpCall, what: str, values: dict) -> H
     return HttpReply(status, body)
 
 
-def _with_profile_credentials(url: str, profile: Profile) -> str:
-    """Add the profile's SASL user (and the password from its environment variable) to a URL without one."""
+def _with_profile_credentials(address: BrokerAddress, profile: Profile) -> BrokerAddress:
+    """Add the profile's SASL user (and the password from its environment variable) to an address without one."""
     sasl = profile.sasl
-    if not sasl.user or parse_url(url).user is not None:
-        return url
+    if not sasl.user or address.user is not None:
+        return address
     password = os.environ.get(sasl.password_env, "") if sasl.password_env else None
-    scheme, rest = url.split("://", 1)
-    auth = quote(sasl.user, safe="") + (":" + quote(password, safe="") if password is not None else "")
-    return f"{scheme}://{auth}@{rest}"
+    return address.with_credentials(sasl.user, password)
 
 
 def _tls_options(profile: Profile) -> TLSOptions | None:

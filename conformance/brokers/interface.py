@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:                       # pragma: no cover - names for the annotations only
-    from ..peer import TLSOptions
+    from ..peer import BrokerAddress, TLSOptions
 
 
 @runtime_checkable
@@ -36,8 +36,13 @@ class Broker(Protocol):
 
     # -- connecting -------------------------------------------------------------------------------------
     @property
+    def address(self) -> "BrokerAddress":
+        """Where the cases connect: the parsed address (host, port, credentials, vhost; never print it with
+        its password). Every connection starts from this object; no URL string is parsed on the way."""
+
+    @property
     def url(self) -> str:
-        """amqp[s]://[user[:password]@]host:port as the cases connect (carries credentials: never print)."""
+        """`address` as an amqp[s]:// URL, for a tool that takes a string (carries credentials: never print)."""
 
     @property
     def redacted_url(self) -> str:

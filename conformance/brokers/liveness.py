@@ -54,7 +54,7 @@ def unanswered(broker: Broker, timeout: float) -> str | None:
     """Connect again and complete an AMQP handshake within `timeout`: why that failed, or None when it worked."""
     from ..peer import Peer, Timeouts
     try:
-        peer = Peer.connect(broker.url, timeouts=Timeouts(frame=timeout, connect=timeout), tls=broker.tls)
+        peer = Peer.connect(broker.address, timeouts=Timeouts(frame=timeout, connect=timeout), tls=broker.tls)
     except ConnectFailed as exc:
         return f"a new connection failed ({_short(exc)})"
     try:

@@ -93,7 +93,7 @@ class CaseContext(CaseRecord):
     # -- connections -------------------------------------------------------------------------------------
 
     def connect(self, **open_fields) -> ConnectionScript:
-        peer = Peer.connect(self.broker.url, timeouts=self.timeouts, tls=self.broker.tls)
+        peer = Peer.connect(self.broker.address, timeouts=self.timeouts, tls=self.broker.tls)
         conn = ConnectionScript(self, peer, len(self.connections) + 1)
         self.connections.append(conn)
         peer.transcript.label = "broker"

@@ -17,9 +17,7 @@ def register(sub) -> None:
     r = sub.add_parser("replay", help="run a saved reproducer (<reports-dir>/reproducers/*.json) against a broker")
     r.add_argument("reproducer", help="the JSON file an exploration saved, or its name under "
                                       "<reports-dir>/reproducers/")
-    r.add_argument("--broker", default=None, metavar="NAME|URL", help="broker to replay against "
-                                                                     "(default: qpid-proton-c)")
-    r.add_argument("--profile", default=None)
+    run_options.add_broker_arguments(r.add_argument, note="the broker to replay against (default: qpid-proton-c)")
     run_options.add_arguments(r, "frame_timeout", "quiet_period", "connect_timeout", "reports_dir")
     r.set_defaults(func=cmd_replay)
 

@@ -61,7 +61,7 @@ class ReceiverExplorer:
         try:
             broker.create_queue(self.queue)
             broker.preload(self.queue, [f"{self.queue}#{i}".encode() for i in range(preload)])
-            self.peer = Peer.connect(broker.url, tls=broker.tls,
+            self.peer = Peer.connect(broker.address, tls=broker.tls,
                                      timeouts=Timeouts(frame=options.frame_timeout, quiet=options.quiet_period,
                                                        connect=options.connect_timeout))
             self.peer.handshake(sasl=broker.sasl_mechanism,

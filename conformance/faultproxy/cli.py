@@ -28,10 +28,8 @@ def register(sub) -> None:
     p = sub.add_parser("selfcheck", help="run the cases directly, through a transparent proxy and through the "
                                          "proxy once per fault; print the fault x case sensitivity matrix")
     selection.add_arguments(p)
-    p.add_argument("--broker", required=True, metavar="NAME|URL",
-                   help="managed broker (qpid-proton-c, rabbitmq-3.10|4.0|4.3, qpid-broker-j-9.2, artemis-2.40.0, ...: "
-                        "`brokers list`) or amqp://user:pass@host:port")
-    p.add_argument("--profile", default=None, help="profile for a URL broker (see `run --help`)")
+    run_options.add_broker_arguments(p.add_argument, required=True, note="plain amqp:// only (the proxy decodes "
+                                     "frames)")
     p.add_argument("--fault", action="append", default=[], metavar="F",
                    help="a fault to run (repeatable; default: all): " + ", ".join(FAULTS)
                    + "; with --transport: " + ", ".join(_transport_names()))
@@ -72,7 +70,7 @@ def cmd_selfcheck(args) -> int:
     options = run_options.from_args(args)                                # exit 2 for a bad value
     cases = selection.select_cases(args.selectors, args.keyword)        # exit 3 unknown case, 2 bad -k
     [spec] = resolve([args.broker], args.profile)                       # exit 2 for an unknown broker
-    if spec.url is not None and spec.url.startswith("amqps:"):
+    if spec.address is not None and spec.address.tls:
         raise UsageError("selfcheck needs a plain amqp:// broker: the proxy decodes frames and cannot sit inside TLS")
     report, outcome = run_selfcheck(spec, cases, faults, options=options, console=Console(sys.stdout, summary=False, noun="configuration"),
                                     selection={"cases": list(args.selectors), "keyword": args.keyword}, gate=gate)

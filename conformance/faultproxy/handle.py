@@ -1,42 +1,36 @@
 """A broker handle whose AMQP connections go through a fault-injecting proxy; everything else goes to the broker.
 
-This module owns the routing: cases open their connections with `handle.url`, which here points at the
-proxy (same credentials, loopback host and the proxy's port), while queue set-up, preloading, depth checks
+This module owns the routing: cases open their connections from `handle.address`, which here points at the
+proxy (the broker's address with its credentials, on the loopback host and the proxy's port: no URL is parsed), while queue set-up, preloading, depth checks
 and profile hooks keep using the real broker directly, so a fault only ever touches the case's own frames.
 The lock key stays the broker's, so exclusive (alarm) cases still run alone on that broker.
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
-
 from ..brokers.interface import Broker
 from ..errors import UsageError
 from .proxy import MutantProxy
 
 
-def url_via(url: str, port: int, host: str = "127.0.0.1") -> str:
-    """`url` with its host and port replaced (user, password, vhost kept)."""
-    parts = urlsplit(url)
-    userinfo, _, _ = parts.netloc.rpartition("@")
-    netloc = (userinfo + "@" if userinfo else "") + f"{host}:{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 class ProxiedBroker:
     """Wraps a broker (a `conformance.brokers.Broker`: managed, URL or reference broker) and a running
-    MutantProxy in front of it; itself a `Broker`. Only `url` (and `redacted_url`) differ from the broker's."""
+    MutantProxy in front of it; itself a `Broker`. Only `address`, `url` and `redacted_url` differ from the
+    broker's."""
 
     def __init__(self, broker: Broker, fault: str | None = None, *, transport=None):
-        if broker.tls is not None or str(broker.url).startswith("amqps:"):
+        if broker.tls is not None or broker.address.tls:
             raise UsageError("the fault-injecting proxy decodes frames and cannot sit inside TLS; use a broker "
                              "reachable over plain amqp://")
         self._broker = broker
-        host, port = _host_port(broker.url)
-        self.proxy = MutantProxy(host, port, fault, transport=transport).start()
+        self.proxy = MutantProxy(broker.address.host, broker.address.port, fault, transport=transport).start()
         self.fault = fault or "none"
         self.name = broker.name
-        self.url = url_via(broker.url, self.proxy.port)
+        self.address = broker.address.at("127.0.0.1", self.proxy.port)
+
+    @property
+    def url(self) -> str:
+        return self.address.url()
 
     # -- identity and connecting: the broker's, except where the connections go --------------------------
 
@@ -102,9 +96,3 @@ class ProxiedBroker:
 
     def stop_proxy(self) -> None:
         self.proxy.stop()
-
-
-def _host_port(url: str) -> tuple[str, int]:
-    from ..peer import parse_url
-    address = parse_url(url)
-    return address.host, address.port

@@ -248,13 +248,15 @@ class StartedBuild:
         if build.broker:
             self.broker = brokers.resolve(build.broker, build.profile)
             return self
-        url = build.url
         if build.command:
             from ..brokers.command import StartedCommand
-            self.command = StartedCommand(build.command, url, label=f"build {build.label}",
+            self.command = StartedCommand(build.command, build.url, label=f"build {build.label}",
                                           ready_timeout=build.ready_timeout).__enter__()
-            url = self.command.url
-        self.broker = brokers.BrokerSpec(build.label, url, build.profile or "generic")
+            address = self.command.address
+        else:
+            from ..peer import parse_url
+            address = parse_url(build.url)
+        self.broker = brokers.BrokerSpec(build.label, address, build.profile or "generic")
         return self
 
     def __exit__(self, *exc):

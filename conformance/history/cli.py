@@ -85,10 +85,9 @@ def register(sub) -> None:
     selection.add_arguments(g)
     g.add_argument("--start", default=None, metavar="CMD", help="command that starts the broker ({port} filled in)")
     g.add_argument("--url", default=None, help="where the started broker listens (amqp://host:{port})")
-    g.add_argument("--broker", default=None, metavar="NAME|URL", help="instead of --start: a managed broker or URL")
+    run_options.add_broker_arguments(g.add_argument, note="instead of --start")
     g.add_argument("--build-cmd", default=None, metavar="CMD", help="run first (in the current directory); "
                                                                    "failure -> 125")
-    g.add_argument("--profile", default=None)
     g.add_argument("--label", default=None, help="name of this build in results (default: git describe)")
     g.add_argument("--ready-timeout", type=float, default=60.0)
     run_options.add_arguments(g, "frame_timeout", "quiet_period", "connect_timeout", "reports_dir")

@@ -1,13 +1,17 @@
 """Broker URLs: `amqp://[user[:password]@]host[:port][/vhost]` and `amqps://...`.
 
-This module owns parsing and redaction. A password never leaves this module unredacted except through
-`BrokerAddress.password`, which only the SASL layer reads.
+This module owns parsing and redaction. A broker's URL is parsed ONCE, where it enters the suite
+(`conformance.brokers.resolve` for `--broker`, the node's own URL when a managed node starts); from then on the
+suite carries the `BrokerAddress` (a handle's `address`, its fields in the description a pytest-xdist worker
+rebuilds it from: `fields()` / `BrokerAddress(**fields)`), and the peer connects from it. A password never
+leaves this module unredacted except through `BrokerAddress.password`, which only the SASL layer reads, and
+`url()`, the string form for tools that take a URL (a client library), never printed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
+from dataclasses import asdict, dataclass, field, replace
+from urllib.parse import quote, unquote, urlsplit
 
 from ..errors import UsageError
 
@@ -37,6 +41,28 @@ class BrokerAddress:
 
     def __str__(self) -> str:
         return self.redacted()
+
+    def url(self) -> str:
+        """The URL with its credentials, for a tool that takes a string (carries the password: never print)."""
+        auth = ""
+        if self.user is not None:
+            auth = quote(self.user, safe="") + (":" + quote(self.password, safe="") if self.password is not None
+                                                else "") + "@"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        path = "/" + quote(self.vhost, safe="") if self.vhost else ""
+        return f"{self.scheme}://{auth}{host}:{self.port}{path}"
+
+    def fields(self) -> dict:
+        """The address as plain values (the password among them); `BrokerAddress(**fields)` rebuilds it
+        without parsing anything."""
+        return asdict(self)
+
+    def with_credentials(self, user: str | None, password: str | None) -> "BrokerAddress":
+        return replace(self, user=user, password=password)
+
+    def at(self, host: str, port: int) -> "BrokerAddress":
+        """The same address (credentials, vhost) at another host and port (a proxy in front of the broker)."""
+        return replace(self, host=host, port=port)
 
 
 def parse_url(url: str) -> BrokerAddress:

@@ -25,13 +25,7 @@ from ..verdict import Verdict
 def register(sub) -> None:
     p = sub.add_parser("run", help="run the conformance cases against one or more brokers")
     selection.add_arguments(p)
-    p.add_argument("--broker", action="append", default=[], metavar="NAME|URL",
-                   help="managed broker (qpid-proton-c, rabbitmq-3.10|4.0|4.3, qpid-broker-j-9.2, artemis-2.40.0, "
-                        "activemq-6.3.1, ...: "
-                        "`brokers list`) or amqp[s]://user:pass@host:port "
-                        "(repeatable; default: qpid-proton-c)")
-    p.add_argument("--profile", default=None, help="profile for URL brokers: rabbitmq-4, rabbitmq-3, qpid-broker-j, "
-                   "artemis, artemis-before-2.32, activemq, qpid-proton-c, generic, or a .toml file")
+    run_options.add_broker_arguments(p.add_argument, many=True, note="default: qpid-proton-c")
     p.add_argument("--start", default=None, metavar="CMD",
                    help="start your broker build with this command ({port}: a free port, also in --url), run "
                         "against it, stop it afterwards; needs --url")
@@ -91,14 +85,14 @@ def _brokers(args):
         label = args.label or "broker"
         resolve([args.url.replace("{port}", "5672")], args.profile)     # a bad URL or profile: before starting
         with StartedCommand(args.start, args.url, label=label, ready_timeout=args.ready_timeout) as started:
-            yield [BrokerSpec(label, started.url, args.profile or "generic")]
+            yield [BrokerSpec(label, started.address, args.profile or "generic")]
         return
     specs = resolve(args.broker, args.profile)
     if args.label:
-        urls = [s for s in specs if s.url is not None]
+        urls = [s for s in specs if s.address is not None]
         if len(urls) != 1 or len(specs) != 1:
             raise UsageError("--label names one broker given by URL (or --start); run the others without it")
-        specs = [BrokerSpec(args.label, specs[0].url, specs[0].profile)]
+        specs = [BrokerSpec(args.label, specs[0].address, specs[0].profile)]
     yield specs
 
 

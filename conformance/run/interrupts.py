@@ -3,7 +3,7 @@
 This module owns the signal handling of a run's controller and of its pytest-xdist workers; nothing else in
 the pipeline installs a handler. `Stop` is what the controller holds around a whole run (the brokers' start,
 the cases, the brokers' stop): the first SIGINT, SIGTERM or SIGHUP raises KeyboardInterrupt in the main thread,
-which pytest answers by ending the session (`Pipeline.pytest_keyboard_interrupt`) and pytest-xdist by shutting
+which pytest answers by ending the session (`RunHooks.pytest_keyboard_interrupt`) and pytest-xdist by shutting
 its workers down; only once pytest has returned, so once no case runs any more, are the brokers stopped. So
 a run stopped by `kill PID`, a cancelled CI job or a closed terminal records what finished, is marked
 stopped with the signal's name in run.json, records no broker death of its own making (the old behaviour:

@@ -2,8 +2,9 @@
 
 An item's node id and location are the case's own: `conformance/cases/<module>.py::<case id>[<target>]` and
 the line of its function, so that JUnit XML (file, line, classname) and Allure (package, full name, the label
-`location`) name the case, not a test of the suite. `CaseItem.runtest` asks the run's `Pipeline` (found on the
-pytest config's stash, `PIPELINE`) to run the case on its target (`Pipeline.run_one`) and turns the verdict into
+`location`) name the case, not a test of the suite. `CaseItem.runtest` asks the run's hooks object
+(`conformance.run.hooks.RunHooks`, found on the pytest config's stash, `PIPELINE`) to run the case on its target
+(`run_one`, the process's `conformance.run.runner.CaseRunner`) and turns the verdict into
 pytest's outcome, for JUnit and Allure only (the verdict itself is the record's): pass and informational pass,
 non-strict passes with a warning, unsupported is skipped, fail fails, error fails with "ERROR:". Without a
 pipeline (no --broker) every item fails, saying so.
@@ -19,7 +20,7 @@ import pytest
 
 from ..verdict import Verdict
 
-PIPELINE = pytest.StashKey["Pipeline"]()                         # the run's Pipeline (conformance.run.engine)
+PIPELINE = pytest.StashKey["RunHooks"]()                         # the run's hooks object (conformance.run.hooks)
 NO_BROKER = "no-broker"
 SUITE_DIR = Path(__file__).resolve().parent.parent / "suite"    # the collection anchor (a path, not an import)
 CASES_NODEID = "conformance/cases/"                              # how every case item's node id begins

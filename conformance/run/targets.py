@@ -61,13 +61,12 @@ def resolve(values: Iterable[str], profile: str | None = None) -> list:
     return specs
 
 
-CREDENTIAL_FIELDS = ("url", "tools", "env")     # what a `brokers.describe` record may carry credentials in
-
-
 def _split(record: dict) -> tuple[dict, dict]:
-    """A broker's record as (what may cross to a worker, its credentials), its own node's record likewise."""
-    public = {k: v for k, v in record.items() if k not in CREDENTIAL_FIELDS and k != "own_node"}
-    secret = {k: record[k] for k in CREDENTIAL_FIELDS if k in record}
+    """A broker's description as (what may cross to a worker, its credentials: `brokers.SECRET_FIELDS`), its
+    own node's likewise."""
+    from ..brokers import SECRET_FIELDS
+    public = {k: v for k, v in record.items() if k not in SECRET_FIELDS and k != "own_node"}
+    secret = {k: record[k] for k in SECRET_FIELDS if k in record}
     if "own_node" in record:
         public["own_node"], secret["own_node"] = _split(record["own_node"])
     return public, secret
@@ -90,7 +89,7 @@ class Brokers:
 
     def __init__(self):
         self.handles: dict[str, object] = {}
-        self.records: dict[str, dict] = {}        # name -> brokers.describe(...) (carries credentials: never print)
+        self.records: dict[str, dict] = {}        # name -> its description, brokers.describe (credentials: never print)
         self.specs: dict[str, object] = {}
         self._started: list = []                  # handles whose managed node this process stopped/starts
         self.own_nodes: dict[str, object] = {}    # name -> the handle of its second node (own-node cases)
@@ -116,9 +115,9 @@ class Brokers:
         self = cls()
         sources = list(sources)
         specs = [s for s in sources if isinstance(s, brokers.BrokerSpec)]
-        if any(s.url is None for s in specs):
+        if any(s.address is None for s in specs):
             brokers.install_cleanup()          # nodes started here stop at exit and on SIGTERM/SIGHUP
-        own_node = [s for s in specs if s.url is None and _wants_own_node(s, own_node_cases)]
+        own_node = [s for s in specs if s.address is None and _wants_own_node(s, own_node_cases)]
         jobs = [(s, False) for s in specs] + [(s, True) for s in own_node]
         try:
             for source in sources:
@@ -138,7 +137,7 @@ class Brokers:
             failures = {}
             for (spec, second), outcome in zip(jobs, done):
                 if isinstance(outcome, BaseException):
-                    if not isinstance(outcome, Exception) or spec.url is not None:
+                    if not isinstance(outcome, Exception) or spec.address is not None:
                         raise outcome                     # an interrupt; a URL broker: before anything runs
                     failures[(spec.name, second)] = _start_error(spec, outcome)
             if failures and not self.handles and all((s.name, False) in failures for s in specs):
@@ -151,8 +150,8 @@ class Brokers:
                 elif not second:
                     self.failed[spec.name] = failure.message
                     self.specs[spec.name] = spec
-                    self.records[spec.name] = {"name": spec.name, "url": None, "profile": spec.profile,
-                                               "managed": True, "failed": failure.message}
+                    self.records[spec.name] = {"name": spec.name, "profile": spec.profile,
+                                               "failed": failure.message}
                 if failure is not None and say is not None:
                     role = " (the node of its own for alarm and queue-limit cases)" if second else ""
                     cases = "its alarm and queue-limit cases" if second else "its cases"
@@ -213,8 +212,7 @@ class Brokers:
             if record.get("failed"):
                 from ..errors import BrokerStartFailed
                 raise BrokerStartFailed(record["failed"])
-            spec = brokers.BrokerSpec(name, record["url"] if not record["managed"] else None, record["profile"])
-            handle = self.handles[name] = brokers.attach(spec, record)
+            handle = self.handles[name] = brokers.attach(record, name)
             self.bound(handle)
         return handle
 
@@ -232,9 +230,7 @@ class Brokers:
             raise BrokerStartFailed(self.records[name]["own_node_failed"])
         if handle is None and "own_node" in self.records.get(name, {}):
             from .. import brokers
-            record = self.records[name]["own_node"]
-            spec = brokers.BrokerSpec(name, None, record["profile"])
-            handle = self.own_nodes[name] = brokers.attach(spec, record)
+            handle = self.own_nodes[name] = brokers.attach(self.records[name]["own_node"], name)
             self.bound(handle)
         return handle
 

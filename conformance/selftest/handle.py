@@ -30,6 +30,11 @@ class ReferenceBrokerHandle:
         self.tls = None
 
     @property
+    def address(self):
+        from ..peer import BrokerAddress
+        return BrokerAddress("amqp", "127.0.0.1", self.server.port)
+
+    @property
     def url(self) -> str:
         return self.server.url
 

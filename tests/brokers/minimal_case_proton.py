@@ -20,8 +20,7 @@ def pytest_generate_tests(metafunc):
 
 @pytest.fixture
 def broker(request):
-    pipeline = pipeline_of(request.config)
-    return pipeline.brokers.handle(pipeline.targets[request.param])
+    return pipeline_of(request.config).broker(request.param)
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 from conformance import brokers
 from conformance.brokers import Broker, BrokerHandle, HookUnsupported, load_profile
 from conformance.brokers.interface import Broker as BrokerProtocol
+from conformance.peer import parse_url
 from conformance.faultproxy.handle import ProxiedBroker
 from conformance.selftest.handle import ReferenceBrokerHandle
 
@@ -36,7 +37,7 @@ def _check(handle) -> None:
 
 
 def test_url_and_managed_handles_implement_the_interface():
-    _check(BrokerHandle("x", "amqp://127.0.0.1:1", load_profile("generic")))
+    _check(BrokerHandle("x", parse_url("amqp://127.0.0.1:1"), load_profile("generic")))
 
 
 def test_reference_broker_implements_the_interface(reference_broker):
@@ -58,7 +59,7 @@ def test_proxied_broker_implements_the_interface_and_keeps_the_brokers_side(refe
 
 
 def test_a_missing_hook_is_a_broker_level_error():
-    handle = BrokerHandle("x", "amqp://127.0.0.1:1", load_profile("generic"))
+    handle = BrokerHandle("x", parse_url("amqp://127.0.0.1:1"), load_profile("generic"))
     with pytest.raises(HookUnsupported) as info:
         handle.set_alarm("memory", True)
     assert info.value.hook == "memory_alarm"

@@ -60,7 +60,7 @@ def test_start_use_stop_then_a_second_start_reuses_the_provisioned_files(name):
             assert "\n" in handle.log_tail(20) or handle.log_tail(20)
             workdir = Path(node.workdir)
             assert workdir.exists()
-            password = brokers.handle.parse_url(handle.url).password
+            password = handle.address.password
             if password:
                 assert f":{password}@" not in node.path.read_text(), "the node file keeps no password"
         finally:

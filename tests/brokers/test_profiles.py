@@ -6,6 +6,7 @@ import pytest
 
 from conformance import brokers
 from conformance.brokers.handle import BrokerHandle, record_broker_identity
+from conformance.peer import parse_url
 from conformance.brokers.managed import debian_mirror
 from conformance.brokers.profiles import (
     Command, ManagementCall, available_profiles, fill_value, load_profile, parse_profile, tools_needed,
@@ -72,7 +73,7 @@ def test_management_bodies_get_typed_parameters_and_drop_unset_ones():
 
 
 def test_a_missing_hook_is_unsupported_not_a_failure():
-    handle = BrokerHandle("x", "amqp://127.0.0.1:1", load_profile("generic"))
+    handle = BrokerHandle("x", parse_url("amqp://127.0.0.1:1"), load_profile("generic"))
     assert not handle.has_hook("memory_alarm")
     with pytest.raises(brokers.HookUnsupported) as info:
         handle.run_hook("memory_alarm", on=True)
@@ -84,16 +85,16 @@ def test_a_missing_hook_is_unsupported_not_a_failure():
 
 def test_a_hook_whose_tool_is_unknown_counts_as_missing():
     # rabbitmq-3's alarm hooks use {rabbitmqctl}: an external broker without [commands] cannot run them
-    handle = BrokerHandle("ext", "amqp://u:p@127.0.0.1:1", load_profile("rabbitmq-3"))
+    handle = BrokerHandle("ext", parse_url("amqp://u:p@127.0.0.1:1"), load_profile("rabbitmq-3"))
     assert not handle.has_hook("memory_alarm") and not handle.has_hook("queue_length_limit")
     assert handle.queue_depth("q") is None
-    with_tool = BrokerHandle("ext", "amqp://u:p@127.0.0.1:1", load_profile("rabbitmq-3"),
+    with_tool = BrokerHandle("ext", parse_url("amqp://u:p@127.0.0.1:1"), load_profile("rabbitmq-3"),
                              tools={"rabbitmqctl": ["rabbitmqctl"]})
     assert with_tool.has_hook("queue_length_limit")
 
 
 def test_handle_api_and_redaction(monkeypatch, tmp_path):
-    handle = BrokerHandle("ext", "amqps://alice:s3cret@broker.example:5671", load_profile("rabbitmq-4"))
+    handle = BrokerHandle("ext", parse_url("amqps://alice:s3cret@broker.example:5671"), load_profile("rabbitmq-4"))
     assert (handle.host, handle.port) == ("broker.example", 5671)
     assert handle.redacted_url == "amqps://alice:***@broker.example:5671"
     assert "s3cret" not in repr(handle) and "s3cret" not in handle.redacted_url
@@ -107,7 +108,7 @@ def test_handle_api_and_redaction(monkeypatch, tmp_path):
     profile.write_text('[sasl]\nmechanism = "PLAIN"\nuser = "bob"\npassword_env = "AMQPC_TEST_PW"\n'
                        '[tls]\nenabled = true\nverify = false\n')
     monkeypatch.setenv("AMQPC_TEST_PW", "pa:ss")
-    h2 = BrokerHandle("ext", "amqp://127.0.0.1:5672", load_profile(str(profile)))
+    h2 = BrokerHandle("ext", parse_url("amqp://127.0.0.1:5672"), load_profile(str(profile)))
     assert h2.address.user == "bob" and h2.address.password == "pa:ss"
     assert h2.redacted_url == "amqp://bob:***@127.0.0.1:5672"
     assert h2.tls is not None and h2.tls.verify is False
@@ -117,7 +118,7 @@ def test_broker_identity_from_open_properties():
     from conformance.wire import Symbol
     assert record_broker_identity({Symbol("product"): "RabbitMQ", Symbol("version"): "4.0.5"}) == ("RabbitMQ", "4.0.5")
     assert record_broker_identity(None, "fallback", "1.0") == ("fallback", "1.0")
-    handle = BrokerHandle("x", "amqp://127.0.0.1:1", load_profile("generic"))
+    handle = BrokerHandle("x", parse_url("amqp://127.0.0.1:1"), load_profile("generic"))
     handle.record_identity({"product": "Artemis", "platform": "Java"})
     assert (handle.product, handle.version) == ("Artemis", None)
 

@@ -7,7 +7,7 @@ import pytest
 
 from conformance.cases import load_all
 from conformance.faultproxy import FAULTS, MutantProxy
-from conformance.faultproxy.handle import ProxiedBroker, url_via
+from conformance.faultproxy.handle import ProxiedBroker
 from conformance.faultproxy.proxy import _Splitter
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
@@ -48,9 +48,11 @@ def test_splitter_passes_headers_and_sasl_verbatim_and_decodes_after_the_amqp_he
     assert [i[0] for i in tls.feed(TLS_HEADER + b"\x16\x03\x01 client hello")] == ["raw", "raw"]
 
 
-def test_url_via_keeps_credentials_and_vhost():
-    assert url_via("amqp://guest:pw@10.0.0.1:5672/vh", 4000) == "amqp://guest:pw@127.0.0.1:4000/vh"
-    assert url_via("amqp://10.0.0.1:5672", 4000) == "amqp://127.0.0.1:4000"
+def test_the_proxy_address_keeps_credentials_and_vhost():
+    from conformance.peer import parse_url
+    assert parse_url("amqp://guest:pw@10.0.0.1:5672/vh").at("127.0.0.1", 4000).url() == "amqp://guest:pw@127.0.0.1:4000/vh"
+    assert parse_url("amqp://10.0.0.1:5672").at("127.0.0.1", 4000).url() == "amqp://127.0.0.1:4000"
+    assert parse_url("amqp://a%40b:p%3Aw@h:1").url() == "amqp://a%40b:p%3Aw@h:1"
 
 
 @pytest.mark.parametrize("case_id", ["2.6.8/1", "2.6.7/3", "2.5.6/1", "2.7.5/2", "2.7.4/3", "2.6.10/1"])

@@ -64,7 +64,8 @@ class Handle:
     tls, sasl_mechanism = None, "auto"
 
     def __init__(self, url, alive=True):
-        self.url, self._alive, self.pid = url, alive, 4242
+        from conformance.peer import parse_url
+        self.address, self._alive, self.pid = parse_url(url), alive, 4242
 
     def alive(self):
         return self._alive

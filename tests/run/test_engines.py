@@ -77,7 +77,7 @@ def test_a_record_travels_from_a_worker_as_plain_json():
     in observations) must arrive as the plain values results.jsonl holds (a worker once crashed on them)."""
     import execnet
 
-    from conformance.run.engine import Pipeline
+    from conformance.run.runner import CaseRunner
     from conformance.options import RunOptions
     from conformance.run.targets import Brokers
     from conformance.results import CaseResult
@@ -85,9 +85,9 @@ def test_a_record_travels_from_a_worker_as_plain_json():
     from conformance.wire import Symbol, UByte
     result = CaseResult("2.7.5/1", "t", "2.7.5", "MUST", ["2.7.5/settled-mode-settled"], Verdict.INFORMATIONAL,
                         "why", "b", observations={"snd_settle_mode": UByte(2), "outcome": Symbol("amqp:accepted")})
-    pipeline = Pipeline(RunOptions(), [], [], Brokers())
-    pipeline._keep(result)
-    line = execnet.loads(execnet.dumps(pipeline._current))          # serialised once: the results.jsonl line
+    runner = CaseRunner(RunOptions(), [], [], Brokers())
+    runner.keep(result)
+    line = execnet.loads(execnet.dumps(runner.current))          # serialised once: the results.jsonl line
     assert json.loads(line)["observations"] == {"snd_settle_mode": 2, "outcome": "amqp:accepted"}
 
 

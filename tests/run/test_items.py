@@ -16,7 +16,8 @@ from pathlib import Path
 from conformance import brokers
 from conformance.cases import load_all
 from conformance.options import RunOptions
-from conformance.run.engine import Pipeline, Plan, execute
+from conformance.run.engine import Plan, execute
+from conformance.run.runner import CaseRunner
 from conformance.run.selection import select_cases
 from conformance.run.targets import Brokers, Target
 
@@ -56,20 +57,24 @@ def test_junit_and_allure_name_the_case_file_and_line(tmp_path, reference_url):
 
 
 def test_a_worker_gets_its_targets_without_credentials(tmp_path):
+    from conformance.peer import parse_url
     started = Brokers()
-    started.records = {"b": {"name": "b", "url": "amqp://admin:s3cret@127.0.0.1:5672", "profile": "generic",
+    address, own = parse_url("amqp://admin:s3cret@127.0.0.1:5672"), parse_url("amqp://admin:s3cret@127.0.0.1:5673")
+    started.records = {"b": {"name": "b", "address": address.fields(), "profile": "generic",
                              "tools": {"http": ["http://admin:s3cret@127.0.0.1:8161/jolokia"]}, "env": {"K": "s3cret"},
-                             "product": "p", "version": "1", "node": {"pid": 1}, "managed": True,
-                             "own_node": {"url": "amqp://admin:s3cret@127.0.0.1:5673", "profile": "generic",
-                                          "node": {"pid": 2}, "managed": True}}}
-    pipeline = Pipeline(RunOptions(), ["2.6.8/1"], [Target("b", "b")], started)
+                             "product": "p", "version": "1", "node": {"pid": 1, "managed": True},
+                             "own_node": {"name": "b", "address": own.fields(), "profile": "generic",
+                                          "node": {"pid": 2, "managed": True}}}}
+    pipeline = CaseRunner(RunOptions(), ["2.6.8/1"], [Target("b", "b")], started)
     try:
         sent = pipeline.worker_input()
         assert "s3cret" not in json.dumps(sent)                      # plain values, no credentials
         path = Path(sent["credentials"])
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600 and "s3cret" in path.read_text()
-        worker = Pipeline.for_worker(json.loads(json.dumps(sent)), None)
+        worker = CaseRunner.from_worker_input(json.loads(json.dumps(sent)), None)
         assert worker.brokers.records == started.records             # joined again in the worker
+        assert worker.brokers.broker("b").address == address          # the handle rebuilt from the fields
+        assert worker.brokers.own_node("b").address == own
         assert pipeline.worker_input()["credentials"] == str(path)    # one file per run
     finally:
         started.close()

@@ -8,6 +8,7 @@ from conformance.brokers import BrokerHandle, load_profile
 from conformance.casekit import executor
 from conformance.cases import load_all
 from conformance.options import RunOptions
+from conformance.peer import parse_url
 from conformance.verdict import Verdict
 
 HOOK_CASES = {"2.5.6/4": "memory_alarm", "2.5.6/5": "disk_alarm", "2.5.6/6": "memory_alarm",
@@ -23,7 +24,7 @@ def test_a_case_needing_a_missing_hook_is_unsupported_before_the_lock_or_a_conne
         yield
 
     monkeypatch.setattr(executor, "broker_lock", no_lock)
-    handle = BrokerHandle("nothing", "amqp://127.0.0.1:1", load_profile("qpid-proton-c"))
+    handle = BrokerHandle("nothing", parse_url("amqp://127.0.0.1:1"), load_profile("qpid-proton-c"))
     cases = load_all()
     for case_id, hook in HOOK_CASES.items():
         assert hook in cases[case_id].needs
@@ -62,7 +63,7 @@ def test_the_alarm_and_queue_limit_cases_are_own_node_cases():
 
 
 def test_own_node_cases_come_first_so_that_one_worker_gets_them_all_then_the_longest():
-    from conformance.run.engine import run_order
+    from conformance.run.order import run_order
     assert run_order(list(range(8)), lambda i: i in (3, 4, 7), lambda i: None) == [3, 4, 7, 0, 1, 2, 5, 6]
     took = {0: 0.5, 2: 6.0, 5: 1.0, 7: 9.0}
     assert run_order(list(range(8)), lambda i: i in (3, 4), took.get) == [3, 4, 7, 2, 5, 0, 1, 6]
@@ -70,7 +71,7 @@ def test_own_node_cases_come_first_so_that_one_worker_gets_them_all_then_the_lon
 
 def test_expected_durations_come_from_the_newest_runs_that_have_them(tmp_path):
     import json
-    from conformance.run.engine import expected_durations
+    from conformance.run.order import expected_durations
     runs = tmp_path / "runs"
     for run_id, rows in (("20260101T000000Z-1", [("b", "1/1", 9.0), ("b", "1/2", 1.0)]),
                          ("20260102T000000Z-2", [("b", "1/1", 2.0)]), ("20260103T000000Z-3", [])):

@@ -225,21 +225,22 @@ def _reference_run(tmp_path, monkeypatch, at: str):
     from dataclasses import replace
 
     from conformance.options import RunOptions
-    from conformance.run.engine import Pipeline, Plan, execute
+    from conformance.run.engine import Plan, execute
+    from conformance.run.hooks import RunHooks
     from conformance.run.selection import select_cases
     from conformance.selftest.handle import ReferenceBrokerHandle
     handle = ReferenceBrokerHandle(name="ref")
     if at == "end":
-        monkeypatch.setattr(Pipeline, "pytest_sessionfinish",
+        monkeypatch.setattr(RunHooks, "pytest_sessionfinish",
                             lambda self, session: os.kill(os.getpid(), signal.SIGTERM))
     else:
-        real = Pipeline.pytest_runtest_logreport
+        real = RunHooks.pytest_runtest_logreport
 
         def logreport(self, report):
             real(self, report)
             if len(self.records) == 2 and report.when == "call":
                 os.kill(os.getpid(), signal.SIGTERM)
-        monkeypatch.setattr(Pipeline, "pytest_runtest_logreport", logreport)
+        monkeypatch.setattr(RunHooks, "pytest_runtest_logreport", logreport)
     options = replace(RunOptions(quiet_period=0.2), workers=0, reports_dir=tmp_path)
     try:
         return execute(Plan(select_cases(["2.6.8"]), [handle], options))
