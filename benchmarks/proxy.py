@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     spec = load_all()[CASE]
     options = RunOptions()
     if args.reference:
-        from conformance.selftest.handle import ReferenceBrokerHandle
+        from conformance.reference.handle import ReferenceBrokerHandle
         broker, stop = ReferenceBrokerHandle(), None
         stop = broker.stop
     else:

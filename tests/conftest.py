@@ -27,8 +27,8 @@ def reference_reports(tmp_path_factory):
     run 1: ref-a@1.0 (well-behaved) and ref-b@2.0 (credit applied cumulatively);
     run 2: ref-a@1.1 (drain ignored: a regression of 2.6.8/2) and ref-b@2.0 again."""
     from conformance.options import RunOptions
-    from conformance.selftest.broker import Faults
-    from conformance.selftest.runs import ReferenceBuild, write_reference_run
+    from conformance.reference.broker import Faults
+    from conformance.reference.runs import ReferenceBuild, write_reference_run
     reports = tmp_path_factory.mktemp("reference-reports")
     cases = ["2.6.7/3", "2.6.8/1", "2.6.8/2", "2.7.4/1"]
     fast = RunOptions(quiet_period=0.2)          # the reference broker runs in this process: it answers at once
@@ -43,8 +43,8 @@ def reference_reports(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reference_broker():
-    """The well-behaved reference broker (conformance.selftest) on loopback, one per test module."""
-    from conformance.selftest.handle import ReferenceBrokerHandle
+    """The well-behaved reference broker (conformance.reference) on loopback, one per test module."""
+    from conformance.reference.handle import ReferenceBrokerHandle
     broker = ReferenceBrokerHandle()
     yield broker
     broker.stop()

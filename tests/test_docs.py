@@ -238,7 +238,7 @@ def test_named_modules_files_and_functions_exist(page):
 
 def test_the_name_checks_see_a_stale_name(tmp_path):
     page = tmp_path / "architecture.md"
-    page.write_text("# T\n\n## conformance.selftest\n`engine` (sans-IO): `BrokerConnection`; `handle`: `X`.\n"
+    page.write_text("# T\n\n## conformance.reference\n`engine` (sans-IO): `BrokerConnection`; `handle`: `X`.\n"
                     "`mutants.handle.ProxiedBroker`, `conformance.results.read_records`, `run.directory.nothing`,\n"
                     "`history.analysis.aggregate(records_df)`, `conformance/no_such.py`, `typing.Protocol`\n\n"
                     "## conformance.history\n`classify_change(before, after)`, `version_key(version)`, "
@@ -249,7 +249,7 @@ def test_the_name_checks_see_a_stale_name(tmp_path):
         "architecture.md:6: `history.analysis.aggregate(records_df)`: aggregate takes no records_df",
         "architecture.md:6: `conformance/no_such.py`: no such file"]
     assert module_contracts(page) == [
-        "architecture.md:4: `engine` is no module of conformance.selftest",
+        "architecture.md:4: `engine` is no module of conformance.reference",
         "architecture.md:9: `classify_change(...)` is defined nowhere in conformance/",
         "architecture.md:9: `version_key(v)`: no version_key takes these parameters"]
 

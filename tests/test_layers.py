@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("conformance.run",),                                        # the run pipeline: every case of every run
     ("conformance.pytest_plugin", "conformance.suite",           # what runs on the pipeline, or beside it:
      "conformance.explore", "conformance.faultproxy",               # pytest's face, exploring, selfcheck,
-     "conformance.history", "conformance.selftest",              # history / report / bisect, reference runs,
+     "conformance.history", "conformance.reference",              # history / report / bisect, reference runs,
      "conformance.traffic"),                                     # judging captures and observed traffic
     ("conformance.cli",),                                        # the command line
 ]
@@ -283,7 +283,7 @@ def test_one_session_and_link_bookkeeping():
     assert found == [], "a second copy of session/link bookkeeping (use conformance.peer.state): " + ", ".join(found)
 
 
-@pytest.mark.parametrize("user", ["conformance.faultproxy.faults", "conformance.selftest.broker"])
+@pytest.mark.parametrize("user", ["conformance.faultproxy.faults", "conformance.reference.broker"])
 def test_the_proxy_and_the_reference_broker_keep_their_books_in_peer_state(user):
     assert BOOKS_HOME in graph()[user]
 

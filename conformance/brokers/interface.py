@@ -3,7 +3,7 @@
 `Broker` is a `typing.Protocol`. Every kind of broker the suite runs against implements it: managed nodes
 and brokers by URL (`conformance.brokers.handle.BrokerHandle`), a broker seen through the fault-injecting proxy
 (`conformance.faultproxy.handle.ProxiedBroker`) and the reference broker of the suite's own tests
-(`conformance.selftest.handle.ReferenceBrokerHandle`). Code that takes a broker uses these names directly
+(`conformance.reference.handle.ReferenceBrokerHandle`). Code that takes a broker uses these names directly
 and never probes for them (`hasattr`/`getattr`): a broker without a hook answers `has_hook(name) == False`
 and raises `HookUnsupported` from `set_alarm` (which the runner maps to `unsupported`); a broker that cannot
 tell its queue depth answers `queue_depth(q) is None` (`quick=True`: nor cheaply); one that cannot be watched is always `alive()` with

@@ -2,7 +2,7 @@
 
 One list for both places a fault can be put: between the suite and a broker (the fault-injecting proxy,
 `conformance.faultproxy`: frames rewritten on the wire, or the network itself broken) and inside the suite's
-reference broker (`conformance.selftest`: a switch of `selftest.broker.Faults`). An entry says which of the
+reference broker (`conformance.reference`: a switch of `reference.broker.Faults`). An entry says which of the
 two implement it (`proxy`, `reference`: the Faults switch as keyword arguments) and what it breaks:
 
 - kind "protocol": the broker breaks `requirement` (an id of requirements.toml); some case must notice it
@@ -10,7 +10,7 @@ two implement it (`proxy`, `reference`: the Faults switch as keyword arguments) 
   tests/cases/test_case_verdicts.py through the reference broker.
 - kind "variant": a behaviour the spec allows (`requirement` is the MAY / informative sentence whose
   latitude it uses); the reference broker can act like brokers that choose it. No case may fail on it.
-- kind "client": a client library breaks `requirement`: the reference client (`conformance.selftest.client`,
+- kind "client": a client library breaks `requirement`: the reference client (`conformance.reference.client`,
   our peer in the client role) with the switch `client` on; some client case must notice it.
 - kind "transport": the network, not the broker (`requirement` None): `delay` seconds per frame, or a
   `reset` / `stall` of the connection in the middle of a case. `expect` says what the verdicts must then
@@ -34,7 +34,7 @@ KINDS = ("protocol", "variant", "transport", "client")
 
 @dataclass(frozen=True)
 class Fault:
-    name: str                          # kebab-case: `selfcheck --fault NAME`, `python -m conformance.selftest --fault NAME`
+    name: str                          # kebab-case: `selfcheck --fault NAME`, `python -m conformance.reference --fault NAME`
     kind: str
     requirement: str | None            # the requirement broken (protocol) or whose latitude is used (variant)
     summary: str
@@ -154,7 +154,7 @@ def _c(name, req, summary, **client) -> Fault:
     return Fault(name, "client", req, summary, client=client)
 
 
-# -- a client library's faults: the reference client (conformance.selftest.client) with one switch on ----------
+# -- a client library's faults: the reference client (conformance.reference.client) with one switch on ----------
 FAULTS += (
     _c("client-receiver-count-zero", "2.7.4/receiver-delivery-count",
        "the receiving client's flows carry delivery-count 0 whatever the sender's attach said", receiver_count_zero=True),

@@ -10,7 +10,7 @@ wrong types and missing fields on purpose, so a value it cannot use is simply no
 
 It is the one session and link bookkeeping of the package: the scripted peer, the fault-injecting proxy
 (`conformance.faultproxy.faults`: the conversation as the broker has it) and the reference broker
-(`conformance.selftest.broker`) all keep their sessions and links here; serial arithmetic is
+(`conformance.reference.broker`) all keep their sessions and links here; serial arithmetic is
 `conformance.wire.serial`'s. The flow-control model (`conformance.model`) keeps its own on purpose: it
 judges what this bookkeeping helps to produce. tests/test_layers.py checks that no second copy appears.
 """

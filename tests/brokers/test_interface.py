@@ -14,7 +14,7 @@ from conformance.brokers import Broker, BrokerHandle, HookUnsupported, load_prof
 from conformance.brokers.interface import Broker as BrokerProtocol
 from conformance.peer import parse_url
 from conformance.faultproxy.handle import ProxiedBroker
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.handle import ReferenceBrokerHandle
 
 PACKAGE = Path(brokers.__file__).resolve().parents[1]
 MEMBERS = [name for name in dir(BrokerProtocol) if not name.startswith("_")] + ["name", "product", "version"]

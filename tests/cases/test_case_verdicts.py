@@ -1,7 +1,7 @@
 """Every case passes (or is informational) against the well-behaved reference broker, and every case is
 shown failing against a reference broker with exactly one fault that breaks its requirement.
 
-The reference broker (conformance.selftest) is a fake for the suite's own logic; real-broker verdicts come
+The reference broker (conformance.reference) is a fake for the suite's own logic; real-broker verdicts come
 from the conformance runs, never from here.
 """
 
@@ -14,8 +14,8 @@ from conformance.cases import load_all
 from conformance.peer import frames_after_the_end
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.broker import BrokerConfig, Faults
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.broker import BrokerConfig, Faults
+from conformance.reference.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
 

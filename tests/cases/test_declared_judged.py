@@ -12,8 +12,8 @@ import pytest
 from conformance.cases import load_all
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.broker import Faults
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.broker import Faults
+from conformance.reference.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=1.0, quiet_period=0.2, connect_timeout=2.0)
 CASES = load_all()

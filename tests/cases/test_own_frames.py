@@ -1,6 +1,6 @@
 """Our own frames break no MUST or SHOULD, unless the case's subject is the broker's answer to that error.
 
-Every case runs against the well-behaved reference broker (conformance.selftest); its transcripts are read
+Every case runs against the well-behaved reference broker (conformance.reference); its transcripts are read
 back from the result (the raw bytes of each frame) and OUR side is judged: the flow-control model with
 `FlowOracle(judge="out")`, plus the two session rules the model does not keep (a handle above the
 partner's handle-max, 2.7.2; a link frame on a handle with no link attached, 2.7.4). A violation is allowed

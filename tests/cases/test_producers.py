@@ -11,8 +11,8 @@ import pytest
 from conformance.cases import load_all
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.broker import BrokerConfig, Faults
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.broker import BrokerConfig, Faults
+from conformance.reference.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
 CASE = load_all()["2.6.7/14"]

@@ -1,6 +1,6 @@
 """A broker's refusal is read for what it says, and our peer falls silent when the broker closes (issue #23).
 
-Configurations real brokers are run with, on the reference broker (conformance.selftest: `BrokerConfig`):
+Configurations real brokers are run with, on the reference broker (conformance.reference: `BrokerConfig`):
 a non-durable store (refuses a durable message with precondition-failed, as Qpid Broker-J with a Memory
 virtual host), a broker that refuses unknown addresses (no auto-creation: not-found), and one that offers
 PLAIN over TLS only. Each gives a clear refusal line and no finding on an unrelated requirement; the
@@ -17,8 +17,8 @@ from conformance.cases import load_all
 from conformance.peer import frames_after_the_end
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.broker import NON_DURABLE, BrokerConfig, Faults
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.broker import NON_DURABLE, BrokerConfig, Faults
+from conformance.reference.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
 CASES = load_all()

@@ -11,8 +11,8 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 
 from conformance.explore import ReceiverExplorer, Violated, replay, save_reproducer
 from conformance.options import RunOptions
-from conformance.selftest.broker import Faults
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.broker import Faults
+from conformance.reference.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.1)
 

@@ -14,8 +14,8 @@ from conformance.cases import _import_section
 from conformance.errors import EXIT_CASE_ERROR, RunBroken
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.broker import Faults
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.broker import Faults
+from conformance.reference.handle import ReferenceBrokerHandle
 from conformance.wire import Begin, Frame, Transfer
 
 OPTIONS = RunOptions(frame_timeout=3.0, quiet_period=0.25, connect_timeout=2.0)

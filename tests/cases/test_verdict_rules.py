@@ -1,4 +1,4 @@
-"""The grading rules, one test each, on the in-process reference broker (conformance.selftest): a case judges
+"""The grading rules, one test each, on the in-process reference broker (conformance.reference): a case judges
 the whole exchange (findings, not a first exception), a broken obligation fails, a subject seen only through
 an optional behaviour the broker does not show is not observable (never non-strict), an unrelated early
 finding does not hide the case's subject, a finding on an undeclared requirement is a suite error, and a MAY
@@ -13,8 +13,8 @@ from conformance.casekit import CaseSpec
 from conformance.cases import load_all
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.broker import Faults
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.broker import Faults
+from conformance.reference.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
 CASES = load_all()

@@ -19,7 +19,7 @@ from conformance.wire.frames import decode_frame
 from conformance.cases import load_clients
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.client import ClientFaults, subject
+from conformance.reference.client import ClientFaults, subject
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.2, connect_timeout=5.0)
 

@@ -118,7 +118,7 @@ def test_a_proton_wheel_and_an_importable_build_are_judged_as_the_release(tmp_pa
 
 def test_a_driver_the_suite_does_not_ship(tmp_path):
     """--client-driver: the reference client stands for a team's own driver; its ready line names it."""
-    command = f"{sys.executable} -m conformance.selftest.client"
+    command = f"{sys.executable} -m conformance.reference.client"
     records, meta = run(tmp_path, "driver", "--client-driver", command, "--label", "mylib-dev")
     assert {(r["broker"], r["broker_product"], r["broker_version"]) for r in records} == \
         {("mylib-dev", "amqp-conformance-reference-client", "1.0")}

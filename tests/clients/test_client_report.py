@@ -48,7 +48,7 @@ def test_a_fail_cell_gets_a_bug_report_a_maintainer_can_paste():
     from conformance.catalogue import get
     from conformance.options import RunOptions
     from conformance.report.bugreport import render_bug_report, wanted
-    from conformance.selftest.client import subject
+    from conformance.reference.client import subject
 
     faulty = subject("client-credit-uint32")
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from conformance.casekit.executor import run_case
 from conformance.cases import load_clients
 from conformance.options import RunOptions
-from conformance.selftest.client import subject
+from conformance.reference.client import subject
 from conformance.verdict import Verdict
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.2, connect_timeout=5.0)

@@ -12,7 +12,7 @@ import pytest
 from conformance.cases import load_clients
 from conformance.casekit.executor import run_case
 from conformance.options import RunOptions
-from conformance.selftest.client import subject
+from conformance.reference.client import subject
 
 # a frame timeout far above what a round trip plus a quiet period takes: a case that waited for it shows
 SLOW = RunOptions(frame_timeout=8.0, quiet_period=0.2, connect_timeout=5.0)

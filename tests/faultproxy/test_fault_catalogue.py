@@ -11,8 +11,8 @@ from conformance import catalogue
 from conformance.catalogue import faults as fault_catalogue
 from conformance.faultproxy import FAULTS as PROXY_FAULTS
 from conformance.faultproxy.proxy import Transport, transport_for
-from conformance.selftest.__main__ import parse_faults
-from conformance.selftest.broker import Faults
+from conformance.reference.__main__ import parse_faults
+from conformance.reference.broker import Faults
 
 
 def test_the_catalogue_is_well_formed():

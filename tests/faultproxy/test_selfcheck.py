@@ -17,7 +17,7 @@ OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
 
 def test_selfcheck_report_against_the_reference_broker(tmp_path):
     from conformance.faultproxy.selfcheck import render_text, run_selfcheck
-    from conformance.selftest.handle import ReferenceBrokerHandle
+    from conformance.reference.handle import ReferenceBrokerHandle
     broker = ReferenceBrokerHandle()
     options = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0, reports_dir=tmp_path)
     try:

@@ -11,8 +11,8 @@ from conformance.faultproxy.handle import ProxiedBroker
 from conformance.faultproxy.proxy import Transport
 from conformance.options import RunOptions
 from conformance.casekit.executor import run_case
-from conformance.selftest.broker import Faults
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.broker import Faults
+from conformance.reference.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=1.5, quiet_period=0.25, connect_timeout=2.0)
 CASES = load_all()

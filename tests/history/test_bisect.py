@@ -96,7 +96,7 @@ def builds_file(tmp_path: Path, count: int, fault_from: int) -> Path:
     rows = []
     for i in range(1, count + 1):
         fault = " --fault ignore_drain" if i >= fault_from else ""
-        command = f"{shlex.quote(sys.executable)} -m conformance.selftest --port {{port}} --version 1.{i}{fault}"
+        command = f"{shlex.quote(sys.executable)} -m conformance.reference --port {{port}} --version 1.{i}{fault}"
         rows.append(f'[[build]]\nlabel = "ref-1.{i}"\ncommand = "{command}"\nurl = "amqp://127.0.0.1:{{port}}"\n')
     path = tmp_path / "builds.toml"
     path.write_text("\n".join(rows))
@@ -177,7 +177,7 @@ def test_git_bisect_run_finds_the_commit_that_broke_drain(tmp_path):
         git(repo, "add", ".")
         git(repo, "commit", "-q", "-m", f"change {i}")
         commits.append(git(repo, "rev-parse", "HEAD").strip())
-    start = f"{sys.executable} -m conformance.selftest --port {{port}} $(cat broker.args)"
+    start = f"{sys.executable} -m conformance.reference --port {{port}} $(cat broker.args)"
     step = [sys.executable, "-m", "conformance.cli", "bisect-run", CASE, "--start", f"sh -c '{start}'",
             "--url", "amqp://127.0.0.1:{port}", "--build-cmd", "test -f VERSION",
             "--reports-dir", str(tmp_path / "reports")]
@@ -188,7 +188,7 @@ def test_git_bisect_run_finds_the_commit_that_broke_drain(tmp_path):
 
 def test_bisect_run_exit_codes(tmp_path):
     base = [sys.executable, "-m", "conformance.cli", "bisect-run", CASE, "--reports-dir", str(tmp_path / "r")]
-    start = f"{sys.executable} -m conformance.selftest --port {{port}}"
+    start = f"{sys.executable} -m conformance.reference --port {{port}}"
     good = subprocess.run([*base, "--start", start, "--url", "amqp://127.0.0.1:{port}"], capture_output=True,
                           text=True, timeout=120)
     assert good.returncode == 0, good.stderr

@@ -24,7 +24,7 @@ set -e
 . ./broker.conf
 cat > "$1/broker" <<LAUNCHER
 #!/bin/sh
-exec "$2" -m conformance.selftest "\\$@" $FAULT
+exec "$2" -m conformance.reference "\\$@" $FAULT
 LAUNCHER
 chmod +x "$1/broker"
 """

@@ -7,8 +7,8 @@ from conformance.history.analysis import build_model
 from conformance.history.store import RECORD_COLUMNS, RECORD_SCHEMA, History
 from conformance.report import render_markdown, validate_model
 from conformance.options import RunOptions
-from conformance.selftest.broker import BrokerConfig
-from conformance.selftest.runs import ReferenceBuild, write_reference_run
+from conformance.reference.broker import BrokerConfig
+from conformance.reference.runs import ReferenceBuild, write_reference_run
 
 
 def test_observations_is_the_last_column():

@@ -24,9 +24,9 @@ def reference_runs(reports: Path) -> list[Path]:
     from conformance.options import RunOptions
     from conformance.run.engine import Plan, execute
     from conformance.run.selection import select_cases
-    from conformance.selftest.client import subject
-    from conformance.selftest.config import Faults
-    from conformance.selftest.runs import ReferenceBuild, write_reference_run
+    from conformance.reference.client import subject
+    from conformance.reference.config import Faults
+    from conformance.reference.runs import ReferenceBuild, write_reference_run
     fast = RunOptions(quiet_period=0.2)
     brokers = write_reference_run(reports, [ReferenceBuild("ref-good", "1.0"),
                                             ReferenceBuild("ref-bad", "2.0", Faults(**{f: True for f in BROKER_FAULTS}))],

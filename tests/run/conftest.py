@@ -2,7 +2,7 @@
 
 import pytest
 
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference.listener import ReferenceBroker
 
 
 @pytest.fixture

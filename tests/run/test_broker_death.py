@@ -14,9 +14,9 @@ from conformance.brokers.liveness import died_during
 from conformance.cli import main
 from conformance.errors import EXIT_CASE_ERROR, EXIT_MUST_FAILED
 from conformance.peer.errors import CLOSE_FRAME, FIN, RESET
-from conformance.selftest import broker as reference_engine
-from conformance.selftest.broker import Faults
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference import broker as reference_engine
+from conformance.reference.broker import Faults
+from conformance.reference.listener import ReferenceBroker
 
 
 def run_one(case: str, url: str, reports: Path) -> tuple[int, dict]:

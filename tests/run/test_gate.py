@@ -17,8 +17,8 @@ from junitparser import JUnitXml
 from conformance.cli import main
 from conformance.errors import EXIT_BAD_EXPECTATIONS, EXIT_BROKER_START_FAILED, EXIT_MUST_FAILED, EXIT_OK, \
     EXIT_USAGE
-from conformance.selftest.config import Faults
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference.config import Faults
+from conformance.reference.listener import ReferenceBroker
 
 CASES = ["2.6.8", "2.6.7/1"]           # 2.6.8/2 and 2.6.7/1 fail when the broker ignores drain
 
@@ -144,7 +144,7 @@ def test_usage_errors(tmp_path, capsys):
 
 def test_start_runs_your_broker_build_and_stops_it(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CI", "true")
-    start = f"{sys.executable} -m conformance.selftest --port {{port}} --fault ignore_drain"
+    start = f"{sys.executable} -m conformance.reference --port {{port}} --fault ignore_drain"
     code, out = run(capsys, "--start", start, "--url", "amqp://127.0.0.1:{port}", "--label", "build",
                     "--reports-dir", str(tmp_path), "--write-expect", str(tmp_path / "e.toml"))
     assert code == EXIT_OK, out

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.selftest.broker import Faults
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference.broker import Faults
+from conformance.reference.listener import ReferenceBroker
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent

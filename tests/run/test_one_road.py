@@ -16,7 +16,7 @@ import pytest
 
 from conformance.cli import main
 from conformance.errors import EXIT_OK
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference.listener import ReferenceBroker
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent

@@ -7,8 +7,8 @@ from __future__ import annotations
 from conformance.cli import main
 from conformance.errors import EXIT_BAD_RESULTS, EXIT_MUST_FAILED, EXIT_OK, EXIT_USAGE
 from conformance.explore import save_reproducer
-from conformance.selftest.broker import Faults
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference.broker import Faults
+from conformance.reference.listener import ReferenceBroker
 
 STEPS = [["grant", 3], ["stale", 2, 3], ["consume", 10]]   # credit is set from the delivery-count: 1 more, not 3
 

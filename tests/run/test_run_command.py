@@ -145,8 +145,8 @@ def test_the_check_before_the_run_is_bounded_by_the_frame_timeout(tmp_path, sile
 
 
 def test_a_run_stopped_early_is_marked_unfinished(tmp_path, capsys):
-    from conformance.selftest.broker import Faults
-    from conformance.selftest.listener import ReferenceBroker
+    from conformance.reference.broker import Faults
+    from conformance.reference.listener import ReferenceBroker
     with ReferenceBroker(faults=Faults(ignore_drain=True)) as broker:
         code = main(["run", "2.6.8", "--broker", broker.url, "--reports-dir", str(tmp_path), "-n", "0",
                      "--", "--maxfail=1"])

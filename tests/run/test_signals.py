@@ -228,7 +228,7 @@ def _reference_run(tmp_path, monkeypatch, at: str):
     from conformance.run.engine import Plan, execute
     from conformance.run.hooks import RunHooks
     from conformance.run.selection import select_cases
-    from conformance.selftest.handle import ReferenceBrokerHandle
+    from conformance.reference.handle import ReferenceBrokerHandle
     handle = ReferenceBrokerHandle(name="ref")
     if at == "end":
         monkeypatch.setattr(RunHooks, "pytest_sessionfinish",

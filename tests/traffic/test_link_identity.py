@@ -19,7 +19,7 @@ import pytest
 from capwriter import Conversation, write_pcap
 
 from conformance.model.oracle import transcript_violations
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference.listener import ReferenceBroker
 from conformance.traffic.check import judge_all
 from conformance.wire import (AMQP_HEADER, Attach, Begin, Flow, Open, Source, Target, Transfer, encode_frame)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.selftest.broker import Faults
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference.broker import Faults
+from conformance.reference.listener import ReferenceBroker
 
 APP = Path(__file__).with_name("proton_app.py")
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from test_observe import start_observe
 
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference.listener import ReferenceBroker
 from conformance.wire import AMQP_HEADER
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -136,7 +136,7 @@ def test_an_upstream_broker_that_dies_mid_session_stops_observe_as_at_start_up(t
     the next application connection finds no broker, and observe stops with the one line and exit code of a
     broker unreachable at start-up (4), the run written with what was observed."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
-    broker = subprocess.Popen([sys.executable, "-m", "conformance.selftest", "--port", "0"], env=env,
+    broker = subprocess.Popen([sys.executable, "-m", "conformance.reference", "--port", "0"], env=env,
                               stdout=subprocess.PIPE, text=True)
     try:
         url = re.search(r"amqp://\S+", broker.stdout.readline()).group(0)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conformance.errors import CaptureTruncated, NotACapture
-from conformance.selftest.broker import Faults
-from conformance.selftest.listener import ReferenceBroker
+from conformance.reference.broker import Faults
+from conformance.reference.listener import ReferenceBroker
 from conformance.traffic.check import judge_all
 from conformance.traffic.pcap import read_packets, tcp_segment
 
@@ -103,7 +103,7 @@ def test_the_suites_own_run_captured_gives_the_findings_of_its_transcripts(tmp_p
     from conformance.run.engine import Plan, execute
     from conformance.options import RunOptions
     from conformance.run.selection import select_cases
-    from conformance.selftest.handle import ReferenceBrokerHandle
+    from conformance.reference.handle import ReferenceBrokerHandle
 
     handle = ReferenceBrokerHandle(faults=Faults.named("omit-receiver-delivery-count"), name="ref-omit")
     out = tmp_path / "suite.pcapng"

@@ -1,4 +1,4 @@
-"""`python -m conformance.selftest --port N [--fault NAME[=VALUE] ...]`: the reference broker as a process
+"""`python -m conformance.reference --port N [--fault NAME[=VALUE] ...]`: the reference broker as a process
 (NAME: a fault of the catalogue, conformance.catalogue.faults, or a switch of `Faults`).
 
 Serves until SIGTERM or SIGINT. Used as a stand-in broker build (bisect tests, demos): with faults it
@@ -43,7 +43,7 @@ def parse_faults(items: list[str]) -> Faults:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.selftest",
+    parser = argparse.ArgumentParser(prog="python -m conformance.reference",
                                      description="Run the suite's reference broker on loopback.")
     parser.add_argument("--port", type=int, default=5672)
     parser.add_argument("--fault", action="append", default=[], metavar="NAME[=VALUE]")

@@ -1,7 +1,7 @@
 """The reference client: our peer in the client role, speaking the driver protocol of clients/PROTOCOL.md, with
 switchable faults (the fault catalogue's kind "client"), so that every client case is shown able to fail.
 
-`python -m conformance.selftest.client [--fault NAME]...` is a driver program like the libraries' (the suite
+`python -m conformance.reference.client [--fault NAME]...` is a driver program like the libraries' (the suite
 starts it through `ClientSubject(..., argv=...)`). One thread: it reads a command when stdin has one, takes
 the frames that arrived, answers what a correct client answers (echo, drain, a flow on an unattached handle,
 the broker's end and close), and moves the current command on (sending within credit and the session window,
@@ -292,7 +292,7 @@ class ReferenceClient:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m conformance.selftest.client")
+    parser = argparse.ArgumentParser(prog="python -m conformance.reference.client")
     names = [f.name for f in fault_catalogue.of_kind("client")]
     parser.add_argument("--fault", action="append", default=[], choices=names)
     parser.add_argument("--hang", action="store_true", help="answer no command (a hung library)")
@@ -327,5 +327,5 @@ def subject(*faults: str, hang: bool = False, leave_drain: bool = False, no_manu
     label = name or "+".join(("reference-client", *faults, *(f[2:] for f in flags)))
     lib = Library("amqp-conformance-reference-client", "1.0", "Python", "none", "", "", "our peer as a client",
                   "the reference client answers a drain on its idle sender itself")
-    argv = [sys.executable, "-m", "conformance.selftest.client", *[x for f in faults for x in ("--fault", f)]]
+    argv = [sys.executable, "-m", "conformance.reference.client", *[x for f in faults for x in ("--fault", f)]]
     return ClientSubject(lib, argv=argv + flags, name=label, version="1.0", ready_timeout=30.0)
