@@ -48,3 +48,12 @@ def reference_broker():
     broker = ReferenceBrokerHandle()
     yield broker
     broker.stop()
+
+
+@pytest.fixture
+def own_reference_broker():
+    """A well-behaved reference broker of the test's own (a run that may leave state on it), stopped after it."""
+    from conformance.reference.handle import ReferenceBrokerHandle
+    broker = ReferenceBrokerHandle()
+    yield broker
+    broker.stop()

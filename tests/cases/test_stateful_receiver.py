@@ -63,13 +63,10 @@ def machine_for(broker, saved: list, directory):
 SETTINGS = settings(max_examples=15, stateful_step_count=12, deadline=None, derandomize=True)
 
 
-def test_random_flow_scripts_against_a_correct_broker(tmp_path):
-    broker = ReferenceBrokerHandle()
+def test_random_flow_scripts_against_a_correct_broker(tmp_path, own_reference_broker):
+    broker = own_reference_broker
     saved = []
-    try:
-        run_state_machine_as_test(machine_for(broker, saved, tmp_path), settings=SETTINGS)
-    finally:
-        broker.stop()
+    run_state_machine_as_test(machine_for(broker, saved, tmp_path), settings=SETTINGS)
     assert not saved
 
 

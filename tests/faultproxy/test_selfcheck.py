@@ -15,16 +15,13 @@ from conformance.casekit.executor import run_case
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
 
 
-def test_selfcheck_report_against_the_reference_broker(tmp_path):
+def test_selfcheck_report_against_the_reference_broker(tmp_path, own_reference_broker):
     from conformance.faultproxy.selfcheck import render_text, run_selfcheck
-    from conformance.reference.handle import ReferenceBrokerHandle
-    broker = ReferenceBrokerHandle()
+    broker = own_reference_broker
     options = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0, reports_dir=tmp_path)
-    try:
-        report, outcome = run_selfcheck(broker, select_cases(["2.6.8/1", "2.6.7/1"]),
-                                        ["drain-stripped", "transfer-beyond-credit"], options=options)
-    finally:
-        broker.stop()
+    report, outcome = run_selfcheck(broker, select_cases(["2.6.8/1", "2.6.7/1"]),
+                                    ["drain-stripped", "transfer-beyond-credit"], options=options)
+
     run = outcome.run
     assert run.read_meta()["kind"] == "selfcheck" and run.read_meta()["scheduled"] == 8 and outcome.complete
     assert list(report["verdicts"]) == ["direct", "proxy", "drain-stripped", "transfer-beyond-credit"]

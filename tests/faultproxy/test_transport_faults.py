@@ -105,16 +105,13 @@ def test_a_reset_is_a_tcp_reset(reference_broker):
     assert info.value.how == RESET
 
 
-def test_the_transport_matrix_against_the_reference_broker(tmp_path):
+def test_the_transport_matrix_against_the_reference_broker(tmp_path, own_reference_broker):
     from conformance.faultproxy.selfcheck import render_transport_text, run_selfcheck
     from conformance.run.selection import select_cases
-    broker = ReferenceBrokerHandle()
+    broker = own_reference_broker
     options = RunOptions(frame_timeout=1.5, quiet_period=0.25, connect_timeout=2.0, reports_dir=tmp_path)
     names = ["delay-50ms", "delay-200ms", "reset", "stall"]
-    try:
-        report, outcome = run_selfcheck(broker, select_cases(["2.6.8/1", "2.7.4/3"]), names, options=options)
-    finally:
-        broker.stop()
+    report, outcome = run_selfcheck(broker, select_cases(["2.6.8/1", "2.7.4/3"]), names, options=options)
     assert report["kind"] == "transport" and outcome.complete
     assert report["ok"], report["transport"]
     for name in ("reset", "stall"):
