@@ -131,8 +131,8 @@ def test_diff_refuses_a_run_with_an_unknown_verdict(tmp_path, capsys):
 
 def _planted(monkeypatch, verdicts: dict[str, str]) -> None:
     """bisect runs the case on each build through `run_case_on`: here it answers the planted verdicts."""
-    from conformance.history import bisect
-    monkeypatch.setattr(bisect, "run_case_on", lambda build, case, reports_dir, options: {
+    from conformance.run import builds
+    monkeypatch.setattr(builds, "run_case_on", lambda build, case, reports_dir, options: {
         "run_id": "r", "verdict": verdicts[build.label], "reason": "as planted"})
 
 

@@ -250,7 +250,7 @@ def _commit_source(args):
 
 def _release_builds(recipe, clone) -> list:
     """The releases of a recipe's series, oldest first, each with its tag checked in the clone."""
-    from .bisect import Build
+    from ..run.builds import Build
     from .. import brokers
     if recipe.releases.series:
         names = brokers.series(recipe.releases.series)
@@ -301,7 +301,8 @@ def _known(args, case, labels: list[str], prefix: str | None) -> dict[str, dict]
 
 def cmd_bisect(args) -> int:
     from . import bisect_log
-    from .bisect import RAN, Build, build_from_arg, first_change, load_builds, run_case_on
+    from ..run.builds import Build, build_from_arg, load_builds, run_case_on
+    from .bisect import RAN, first_change
     from ..clients import LIBRARIES
     t_start = time.monotonic()
     client_series = bool(args.series) and args.series in {lib.name for lib in LIBRARIES}
@@ -445,8 +446,8 @@ def _bisect_command(args, case_id: str, builds: list) -> str:
 def cmd_bisect_run(args) -> int:
     """Exit codes follow `git bisect run`: 0 good, 1 bad, 125 cannot test, 128 (abort) for a usage error or a
     record whose verdict the vocabulary does not know."""
-    from .bisect import BISECT_ABORT, BISECT_BAD, BISECT_GOOD, BISECT_SKIP, GOOD, BAD, Build, build_from_arg, \
-        outcome_of, run_case_on
+    from ..run.builds import Build, build_from_arg, run_case_on
+    from .bisect import BISECT_ABORT, BISECT_BAD, BISECT_GOOD, BISECT_SKIP, GOOD, BAD, outcome_of
     try:
         case = _one_case(args)
         options = run_options.from_args(args, workers=0)

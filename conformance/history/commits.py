@@ -23,7 +23,8 @@ from typing import Callable
 
 from ..results import is_untestable
 from ..verdict import Verdict
-from .bisect import Build, first_change, run_case_on
+from ..run.builds import Build, run_case_on
+from .bisect import first_change
 
 
 @dataclass
