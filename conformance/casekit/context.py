@@ -164,10 +164,15 @@ class CaseContext(CaseRecord):
     def _still_queued(self, queue: str) -> bool:
         """Whether the broker's own count says `queue` still holds messages (False when the profile cannot tell
         or tells only through a command-line tool, whose start costs more than the wait it would save)."""
+        return (self.queue_depth_now(queue) or 0) > 0
+
+    def queue_depth_now(self, queue: str) -> int | None:
+        """The broker's own count of the messages in `queue`, where its profile reads it without a command-line
+        tool (None otherwise, or when the call fails: a failing management call proves nothing either way)."""
         try:
-            return (self.broker.queue_depth(queue, quick=True) or 0) > 0
-        except Exception:       # a failing management call proves nothing either way
-            return False
+            return self.broker.queue_depth(queue, quick=True)
+        except Exception:
+            return None
 
     # -- refusals by the broker's configuration ------------------------------------------------------------
 

@@ -233,7 +233,8 @@ class SessionScript:
         """Whether `frame` ends this session (the broker's end) or the connection (close)."""
         return isinstance(frame.body, Close) or (isinstance(frame.body, End) and frame.channel == self.remote_channel)
 
-    def barrier(self, queue: str | None = None, *, through_queue: bool = False, on_connection: bool = False) -> None:
+    def barrier(self, queue: str | None = None, *, through_queue: bool = False, on_connection: bool = False,
+                timeout: float | None = None, give_up: Callable[[], bool] | None = None) -> None:
         """A round trip the broker must answer, ordered after everything sent so far on this session.
 
         With a queue (`queue`, default the first link's): a link attached and detached on this session; with
@@ -244,7 +245,9 @@ class SessionScript:
         alone (RabbitMQ 3.10 resets the connection on a frame for a session it is ending after a drain it could
         not do; its connection answers a begin whatever its sessions do). The frame timeout bounds each wait
         (ExpectationTimeout: the broker stopped answering); `Precluded` when the broker ends the session or
-        closes the connection first."""
+        closes the connection first. `timeout` and `give_up`: a shorter first bound on a link barrier's answer
+        for a caller holding the broker's own evidence that it is not reading this connection (`take_transfers`;
+        `peer.barrier.link_round_trip`)."""
         if queue is None and self.links:
             queue = self.links[0].queue
         if on_connection or queue is None or self.state.ended_by_remote is not None or self.state.ended_by_us:
@@ -253,7 +256,8 @@ class SessionScript:
         self._barriers += 1
         name = f"{self._link_name('barrier')}.{self._barriers}"    # a new name each time: a link's name is its identity
         link_round_trip(self.peer, self.channel, self.remote_channel, handle, name, through_queue=through_queue,
-                        address=self.ctx.address(queue, "source" if through_queue else "target"), gone=self._gone)
+                        address=self.ctx.address(queue, "source" if through_queue else "target"), gone=self._gone,
+                        timeout=timeout, give_up=give_up)
 
     def settle_by_barrier(self, queue: str | None = None, *, through_queue: bool = False) -> None:
         """Before watching a quiet period: a barrier round trip, so the quiet period starts once the broker
