@@ -88,8 +88,8 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
         stop = _ended(link) or refused
         if stop is None and (link.credit <= 0 or not _window_open(link)):
             # the broker's answers to what it took (outcomes, and the top-up it sends with them) come first
-            _collect_outcomes(link, [d for d, _, _ in sends])
-            stop = _ended(link) or _refusal(link) or _held(link, point)
+            silent = _collect_outcomes(link, [d for d, _, _ in sends])
+            stop = _ended(link) or _refusal(link) or _held(link, point, waited=silent)
             if stop is not None:
                 settled_at = len(peer.arrived)     # outcomes collected until silent, then a window for a top-up
         if stop is not None:
