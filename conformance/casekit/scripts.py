@@ -77,6 +77,8 @@ class SessionScript:
         self.broker_begin = broker_begin
         self.links: list[LinkScript] = []
         self._barriers = 0                    # barrier links attached so far (each gets a new name)
+        self._unanswered: set[int] = set()    # handles of barrier links whose attach went unanswered: the broker
+                                              # may still attach them, so they are never used again (2.7.2)
 
     @property
     def state(self):
@@ -104,7 +106,9 @@ class SessionScript:
         return self.state.next_outgoing_id
 
     def _next_handle(self) -> int:
-        return len(self.links)
+        """The lowest handle no link of this session uses and no unanswered barrier link may hold."""
+        used = {link.handle for link in self.links} | self._unanswered
+        return next(h for h in range(len(used) + 1) if h not in used)
 
     def _link_name(self, kind: str) -> str:
         return f"{self.ctx._slug}-{kind}-{self.connection.number}.{self.channel}.{len(self.links)}"
@@ -255,9 +259,13 @@ class SessionScript:
         handle = self._next_handle()          # free again once the barrier link is detached
         self._barriers += 1
         name = f"{self._link_name('barrier')}.{self._barriers}"    # a new name each time: a link's name is its identity
-        link_round_trip(self.peer, self.channel, self.remote_channel, handle, name, through_queue=through_queue,
-                        address=self.ctx.address(queue, "source" if through_queue else "target"), gone=self._gone,
-                        timeout=timeout, give_up=give_up)
+        try:
+            link_round_trip(self.peer, self.channel, self.remote_channel, handle, name, through_queue=through_queue,
+                            address=self.ctx.address(queue, "source" if through_queue else "target"),
+                            gone=self._gone, timeout=timeout, give_up=give_up)
+        except ExpectationTimeout:
+            self._unanswered.add(handle)
+            raise
 
     def settle_by_barrier(self, queue: str | None = None, *, through_queue: bool = False) -> None:
         """Before watching a quiet period: a barrier round trip, so the quiet period starts once the broker
