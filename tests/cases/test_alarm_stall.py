@@ -85,3 +85,36 @@ def test_a_broker_that_throttles_by_flow_control_is_not_called_stalled():
 def test_a_held_connection_that_loses_an_accepted_message_still_fails():
     result = run(ReferenceBrokerHandle(Faults(lose_after=3), config=HOLD))
     assert result.verdict.value == "fail" and result.violated == "3.2.1/durable-not-lost", result.reason
+
+
+def test_a_barrier_left_unanswered_keeps_its_handle():
+    """The broker attaches a barrier link late (once it reads the connection again): that handle stays taken,
+    so the next round trip on the session attaches another (attaching a handle in use is a protocol error;
+    ActiveMQ closed the connection with decode-error when the drain's round trip reused it)."""
+    from conformance.casekit.context import CaseContext
+    from conformance.peer import ExpectationTimeout
+    from conformance.wire import Attach
+    broker = ReferenceBrokerHandle(config=HOLD)
+    try:
+        ctx = CaseContext(CASE, broker, OPTIONS)
+        queue = ctx.queue(preload=1)
+        session = ctx.session()
+        session.attach_receiver(queue)
+        publisher = session.attach_sender(queue, initial_delivery_count=0)
+        publisher.expect_credit(requirement="2.6.7/initial-flow-state")
+        broker.set_alarm("disk", True)
+        publisher.transfer(b"held")               # the broker stops reading the connection here
+        try:
+            session.barrier(queue, through_queue=True, timeout=0.2, give_up=lambda: True)
+            raise AssertionError("the held connection answered the barrier")
+        except ExpectationTimeout:
+            pass
+        broker.set_alarm("disk", False)           # the held frames are read: the first barrier gets attached
+        session.barrier(queue, through_queue=True)
+        handles = [int(e.item.body.handle) for e in session.peer.transcript.entries
+                   if e.direction == "out" and isinstance(getattr(e.item, "body", None), Attach)]
+        assert len(handles) == 4 and len(set(handles)) == 4, handles
+        for conn in ctx.connections:
+            conn.peer.close()
+    finally:
+        broker.stop()
