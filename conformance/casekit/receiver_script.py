@@ -146,7 +146,8 @@ class ReceiverScript(LinkScript):
         means it answers nothing on this connection any more (`stalled`).
 
         `held`: the broker's own evidence that it is not reading this connection (a text, or None when it
-        shows none), asked when the absence window passed without a transfer. With evidence, the barrier's
+        shows none), asked before the first wait (evidence then: no window before the round trip) and when the
+        absence window passed without a transfer. With evidence, the barrier's
         answer is awaited for one absence window only, as any absence is proven (a round trip, then a short
         quiet period), and the evidence is asked again once that ran out: still there, `stalled`; gone (the
         broker took something meanwhile), the answer is waited for up to the whole frame timeout, as without."""
@@ -157,12 +158,15 @@ class ReceiverScript(LinkScript):
             taken.detail = f"the broker ended the session or connection first ({_arrived_text(exc)})"
             return taken
         while taken.messages < n:
+            # evidence already before the first wait: the round trip goes out at once (what was sent before it is
+            # as unread as the round trip itself); the window is then the one after it
+            before = held() if held is not None and not taken.frames else None
             try:
-                frame = self._next_transfer(window)
+                frame = self._next_transfer(0.0 if before else window)
             except (Precluded, ConnectionLost) as exc:
                 return ended(exc)
             except ExpectationTimeout:             # none within the window: does the broker still answer here?
-                evidence = [held() if held is not None else None]
+                evidence = [before or (held() if held is not None else None)]
 
                 def still_held() -> bool:
                     evidence[0] = held()
