@@ -147,10 +147,10 @@ class ReceiverScript(LinkScript):
 
         `held`: the broker's own evidence that it is not reading this connection (a text, or None when it
         shows none), asked before the first wait (evidence then: no window before the round trip) and when the
-        absence window passed without a transfer. With evidence, the barrier's
-        answer is awaited for one absence window only, as any absence is proven (a round trip, then a short
-        quiet period), and the evidence is asked again once that ran out: still there, `stalled`; gone (the
-        broker took something meanwhile), the answer is waited for up to the whole frame timeout, as without."""
+        absence window passed without a transfer. With evidence, the barrier's answer is awaited for one absence
+        window only, as any absence is proven (a round trip, then a short quiet period), and the evidence is
+        asked again once that ran out: still there, `stalled`; gone (the broker took something meanwhile), the
+        answer is waited for up to the whole frame timeout, as without."""
         taken = Taken(n)
         window = self.session.absence_window()
 

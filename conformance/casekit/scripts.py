@@ -78,7 +78,7 @@ class SessionScript:
         self.links: list[LinkScript] = []
         self._barriers = 0                    # barrier links attached so far (each gets a new name)
         self._unanswered: set[int] = set()    # handles of barrier links whose attach went unanswered: the broker
-                                              # may still attach them, so they are never used again (2.7.2)
+                                              # may still attach them, so no later link takes them
 
     @property
     def state(self):
