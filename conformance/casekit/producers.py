@@ -88,8 +88,8 @@ def publish_pipelined(link, budget: Budget, *, tag: str = "p", depth: int = 0) -
         stop = _ended(link) or refused
         if stop is None and (link.credit <= 0 or not _window_open(link)):
             # the broker's answers to what it took (outcomes, and the top-up it sends with them) come first
-            _collect_outcomes(link, [d for d, _, _ in sends])
-            stop = _ended(link) or _refusal(link) or _held(link, point)
+            silent = _collect_outcomes(link, [d for d, _, _ in sends])
+            stop = _ended(link) or _refusal(link) or _held(link, point, waited=silent)
             if stop is not None:
                 settled_at = len(peer.arrived)     # outcomes collected until silent, then a window for a top-up
         if stop is not None:
@@ -258,6 +258,31 @@ def credit_back(link, *, at_least: float = 0.0) -> bool:
         if _await(link.peer, lambda: link.credit > 0 and _window_open(link), window, "credit after the answers"):
             return True
     return _await(link.peer, lambda: link.credit > 0 and _window_open(link), at_least, "credit after consuming")
+
+
+def held_by_broker(ctx, link, point: ThrottlePoint, depth_before: int | None):
+    """The broker's own evidence that it stopped reading the connection of publisher `link` (for
+    `take_transfers(held=...)`): a function giving a text while (1) nothing at all has arrived on that connection
+    since the publisher's last transfer was sent and (2) the broker's own count of the queue (`queue_depth_now`,
+    read before publishing as `depth_before`) is no higher than then plus what it accepted: none of the transfers
+    still without an outcome reached the queue. None when the profile cannot read the depth without a tool."""
+    if depth_before is None or not point.sends:
+        return None
+    peer, last_sent = link.peer, point.sends[-1][2]
+
+    def held() -> str | None:
+        if len(peer.arrived) != last_sent:
+            return None
+        outcomes = _outcomes(link)
+        waiting = sum(1 for d in link.sent if d not in outcomes)
+        accepted = sum(1 for d in link.sent if isinstance(outcomes.get(d), Accepted))
+        now = ctx.queue_depth_now(link.queue)
+        if not waiting or now is None or now > depth_before + accepted:
+            return None
+        return (f"nothing arrived on it since our last transfer, and the broker's own count of the queue is {now} "
+                f"(before publishing {depth_before}, {accepted} accepted since): none of the {waiting} transfers "
+                "without an outcome was queued")
+    return held
 
 
 def consume_and_accept(ctx, queue: str, link=None):

@@ -138,12 +138,19 @@ class ReceiverScript(LinkScript):
                 messages += 1
         return frames
 
-    def take_transfers(self, n: int) -> Taken:
+    def take_transfers(self, n: int, *, held: Callable[[], str | None] | None = None) -> Taken:
         """Up to n messages on this link, where whether they come is the case's subject and no requirement
         obliges the broker to send them (a sender MAY use its credit): no finding, the facts. Waits as
         `expect_transfers` does (the absence window, then a barrier round trip through the queue on this
         session, then the window again); a barrier the broker leaves unanswered within the frame timeout
-        means it answers nothing on this connection any more (`stalled`)."""
+        means it answers nothing on this connection any more (`stalled`).
+
+        `held`: the broker's own evidence that it is not reading this connection (a text, or None when it
+        shows none), asked before the first wait (evidence then: no window before the round trip) and when the
+        absence window passed without a transfer. With evidence, the barrier's answer is awaited for one absence
+        window only, as any absence is proven (a round trip, then a short quiet period), and the evidence is
+        asked again once that ran out: still there, `stalled`; gone (the broker took something meanwhile), the
+        answer is waited for up to the whole frame timeout, as without."""
         taken = Taken(n)
         window = self.session.absence_window()
 
@@ -151,18 +158,31 @@ class ReceiverScript(LinkScript):
             taken.detail = f"the broker ended the session or connection first ({_arrived_text(exc)})"
             return taken
         while taken.messages < n:
+            # evidence already before the first wait: the round trip goes out at once (what was sent before it is
+            # as unread as the round trip itself); the window is then the one after it
+            before = held() if held is not None and not taken.frames else None
             try:
-                frame = self._next_transfer(window)
+                frame = self._next_transfer(0.0 if before else window)
             except (Precluded, ConnectionLost) as exc:
                 return ended(exc)
-            except ExpectationTimeout:
-                try:                       # none within the window: does the broker still answer here?
-                    self.session.barrier(self.queue, through_queue=True)
+            except ExpectationTimeout:             # none within the window: does the broker still answer here?
+                evidence = [before or (held() if held is not None else None)]
+
+                def still_held() -> bool:
+                    evidence[0] = held()
+                    return bool(evidence[0])
+                try:
+                    self.session.barrier(self.queue, through_queue=True, timeout=window if evidence[0] else None,
+                                         give_up=still_held if evidence[0] else None)
                 except (Precluded, ConnectionLost) as exc:
                     return ended(exc)
                 except ExpectationTimeout:
                     taken.stalled = True
-                    taken.detail = (f"the broker answered nothing on connection {self.connection.number} within "
+                    number = self.connection.number
+                    taken.detail = (f"the broker answered nothing on connection {number} within {window:.2f} s of a "
+                                    f"round trip (the attach of a link on this session), {evidence[0]}"
+                                    if evidence[0] else
+                                    f"the broker answered nothing on connection {number} within "
                                     f"{self.ctx.options.frame_timeout:g} s: the attach of a link on this session "
                                     "went unanswered")
                     return taken

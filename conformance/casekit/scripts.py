@@ -77,6 +77,8 @@ class SessionScript:
         self.broker_begin = broker_begin
         self.links: list[LinkScript] = []
         self._barriers = 0                    # barrier links attached so far (each gets a new name)
+        self._unanswered: set[int] = set()    # handles of barrier links whose attach went unanswered: the broker
+                                              # may still attach them, so no later link takes them
 
     @property
     def state(self):
@@ -104,7 +106,9 @@ class SessionScript:
         return self.state.next_outgoing_id
 
     def _next_handle(self) -> int:
-        return len(self.links)
+        """The lowest handle no link of this session uses and no unanswered barrier link may hold."""
+        used = {link.handle for link in self.links} | self._unanswered
+        return next(h for h in range(len(used) + 1) if h not in used)
 
     def _link_name(self, kind: str) -> str:
         return f"{self.ctx._slug}-{kind}-{self.connection.number}.{self.channel}.{len(self.links)}"
@@ -233,7 +237,8 @@ class SessionScript:
         """Whether `frame` (one the broker sent) ends this session (its end) or the connection (close)."""
         return isinstance(frame.body, Close) or (isinstance(frame.body, End) and frame.channel == self.remote_channel)
 
-    def barrier(self, queue: str | None = None, *, through_queue: bool = False, on_connection: bool = False) -> None:
+    def barrier(self, queue: str | None = None, *, through_queue: bool = False, on_connection: bool = False,
+                timeout: float | None = None, give_up: Callable[[], bool] | None = None) -> None:
         """A round trip the broker must answer, ordered after everything sent so far on this session.
 
         With a queue (`queue`, default the first link's): a link attached and detached on this session; with
@@ -244,7 +249,9 @@ class SessionScript:
         alone (RabbitMQ 3.10 resets the connection on a frame for a session it is ending after a drain it could
         not do; its connection answers a begin whatever its sessions do). The frame timeout bounds each wait
         (ExpectationTimeout: the broker stopped answering); `Precluded` when the broker ends the session or
-        closes the connection first."""
+        closes the connection first. `timeout` and `give_up`: a shorter first bound on a link barrier's answer
+        for a caller holding the broker's own evidence that it is not reading this connection (`take_transfers`;
+        `peer.barrier.link_round_trip`)."""
         if queue is None and self.links:
             queue = self.links[0].queue
         if on_connection or queue is None or self.state.ended_by_remote is not None or self.state.ended_by_us:
@@ -252,8 +259,13 @@ class SessionScript:
         handle = self._next_handle()          # free again once the barrier link is detached
         self._barriers += 1
         name = f"{self._link_name('barrier')}.{self._barriers}"    # a new name each time: a link's name is its identity
-        link_round_trip(self.peer, self.channel, self.remote_channel, handle, name, through_queue=through_queue,
-                        address=self.ctx.address(queue, "source" if through_queue else "target"), gone=self.ended_by)
+        try:
+            link_round_trip(self.peer, self.channel, self.remote_channel, handle, name, through_queue=through_queue,
+                            address=self.ctx.address(queue, "source" if through_queue else "target"),
+                            gone=self.ended_by, timeout=timeout, give_up=give_up)
+        except ExpectationTimeout:
+            self._unanswered.add(handle)
+            raise
 
     def settle_by_barrier(self, queue: str | None = None, *, through_queue: bool = False) -> None:
         """Before watching a quiet period: a barrier round trip, so the quiet period starts once the broker

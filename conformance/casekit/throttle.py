@@ -216,16 +216,18 @@ def _window_open(link) -> bool:
     return w is None or w > 0
 
 
-def _held(link, point: ThrottlePoint) -> tuple[Means, str, str | None] | None:
+def _held(link, point: ThrottlePoint, *, waited: bool = False) -> tuple[Means, str, str | None] | None:
     """None when credit and window let the next transfer go (after a bounded wait for a top-up: the absence
-    window); else how the broker holds the publisher."""
+    window); else how the broker holds the publisher. `waited`: a whole absence window in which nothing at all
+    arrived on the connection has just passed (`_collect_outcomes` ended on one), after every outcome that came:
+    the top-up's window is that one, not one more."""
     if link.credit > 0 and _window_open(link):
         return None
     # no barrier round trip: a broker holding a publisher may stop reading its connection altogether
     # (Qpid Broker-J over its limit, RabbitMQ 3.10), and a barrier would only wait out the frame timeout.
     # The outcomes of what was sent are in (synchronous: each one; pipelined: collected first), and a broker
     # sends its top-up no later than those: one absence window after them.
-    wait = link.session.absence_window()
+    wait = 0.0 if waited else link.session.absence_window()
     if _await(link.peer, lambda: link.credit > 0 and _window_open(link), wait, "a credit top-up"):
         return None
     if not _window_open(link):
@@ -302,23 +304,26 @@ def _await_outcome(link, did: int, mark: int):
         return None
 
 
-def _collect_outcomes(link, dids: list[int]) -> None:
+def _collect_outcomes(link, dids: list[int]) -> bool:
     """Wait (bounded: two absence windows without a disposition) until every one of `dids` has an outcome or
-    none comes any more."""
+    none comes any more. True when it ended on a whole absence window in which nothing at all arrived on the
+    connection (outcomes still missing), which is the window a credit top-up is waited for (`_held`)."""
     peer = link.peer
     window = link.session.absence_window()
     barrier_done = False      # one more window granted after the first silent one
     while dids and len(set(dids) - set(_outcomes(link))) > 0:
         if _ended(link):
-            return
+            return False
+        before = peer.mark()
         try:
             peer.expect(Disposition, channel=link.session.remote_channel, timeout=window)
         except ExpectationTimeout:
             if barrier_done:
-                return
+                return peer.mark() == before
             barrier_done = True       # a second window (no barrier: see _held)
         except PeerError:
-            return
+            return False
+    return False
 
 
 def _await(peer, condition, timeout: float, what: str) -> bool:

@@ -13,7 +13,8 @@ throttled, consumers continued and nothing was lost. Alarm cases are broker-wide
 
 from ..casekit import REFUSALS, case
 from ..casekit.producers import (
-    Budget, Means, Resume, accept_received, consume_and_accept, count_in_flight, credit_back, producer_facts, publish_pipelined,
+    Budget, Means, Resume, accept_received, consume_and_accept, count_in_flight, credit_back, held_by_broker, producer_facts,
+    publish_pipelined,
 )
 from ..casekit.scripts import Excess
 
@@ -192,6 +193,7 @@ def _alarm_case(ctx, kind: str):
     probe = None
     served: dict = {}          # where a consumer took messages during the alarm -> what it took (Taken)
     with ctx.alarm(kind):
+        before = ctx.queue_depth_now(queue)         # the broker's own count (None where only a tool could tell)
         point = publish_pipelined(publisher, Budget.past_first_grant(publisher.credit, cap=2000), tag="a",
                                   depth=20)
         throttle = point.means
@@ -202,7 +204,10 @@ def _alarm_case(ctx, kind: str):
             on_publisher = throttle is not Means.CONNECTION_ENDED   # a closed connection took its consumer along
             if on_publisher:
                 consumer.flow(link_credit=10)
-                taken = served["publisher_connection"] = consumer.take_transfers(10)
+                # a stall is proven by a round trip left unanswered: within the frame timeout, or within the
+                # absence window while the broker's own count shows it took nothing the publisher sent
+                held = held_by_broker(ctx, publisher, point, before) if throttle.throttled else None
+                taken = served["publisher_connection"] = consumer.take_transfers(10, held=held)
                 on_publisher = taken.complete
                 if taken.stalled and throttle.throttled and not throttle.ended:
                     # nothing answered on the publisher's connection: it was held by the socket, not by flow control

@@ -33,12 +33,16 @@ def begin_end_round_trip(peer: "Peer", channel: int) -> int:
 
 
 def link_round_trip(peer: "Peer", channel: int, remote_channel: int, handle: int, name: str, *, address: str,
-                    through_queue: bool, gone: Callable[[Any], bool]) -> None:
+                    through_queue: bool, gone: Callable[[Any], bool], timeout: float | None = None,
+                    give_up: Callable[[], bool] | None = None) -> None:
     """A link named `name` attached on `handle` and detached at once, on the session on `channel`: as a
     receiver from `address` (`through_queue`: the broker answers only once its queue took it as a consumer)
     or as a sender to it. `gone` says which frame ends the session or connection (`Precluded`). The barrier
     link's own frames (a credit flow) are taken, so that they are not taken for a later link's on a reused
-    handle."""
+    handle. `timeout` (with `give_up`): a first, shorter bound on the attach's answer, for a caller that holds
+    the broker's own evidence that it is not reading this connection; when it runs out, `give_up()` says
+    whether that evidence still holds (ExpectationTimeout there) or not (the answer is waited for up to the
+    frame timeout in all, as without it)."""
     if through_queue:
         attach = Attach(name=name, handle=handle, role=True, rcv_settle_mode=0,
                         source=Source(address=address), target=Target())
@@ -47,8 +51,18 @@ def link_round_trip(peer: "Peer", channel: int, remote_channel: int, handle: int
                         target=Target(address=address), initial_delivery_count=0)
     mark = peer.mark()
     peer.send(attach, channel)
-    reply = peer.expect(Attach, channel=remote_channel, after=mark, where=lambda f: f.body.name == name,
-                        unless=gone)
+    def answer(bound: float | None):
+        return peer.expect(Attach, channel=remote_channel, after=mark, where=lambda f: f.body.name == name,
+                           unless=gone, timeout=bound)
+    if timeout is None or give_up is None:
+        reply = answer(None)
+    else:
+        try:
+            reply = answer(timeout)
+        except ExpectationTimeout:
+            if give_up():
+                raise
+            reply = answer(max(0.0, peer.timeouts.frame - timeout))
     peer.send(Detach(handle=handle, closed=True), channel)
     theirs = reply.body.handle
     peer.expect(Detach, channel=remote_channel, handle=theirs, after=mark, unless=gone)

@@ -20,7 +20,7 @@ import contextlib
 from ..peer.state import PeerState
 from ..wire import (
     AMQP_HEADER, SASL_HEADER, Begin, Close, DecodeError, End, Error, Flow, Frame, FrameDecoder, Open, ProtocolHeader,
-    SaslInit, SaslMechanisms, SaslOutcome, Symbol, encode_frame, serial_add, serial_diff,
+    SaslInit, SaslMechanisms, SaslOutcome, Symbol, Transfer, encode_frame, serial_add, serial_diff,
 )
 from ..wire.frames import AMQP_FRAME, SASL_FRAME
 from .config import HANDLE_MAX, BrokerConfig, Faults
@@ -50,6 +50,7 @@ class BrokerConnection(LinkHandling, FlowHandling):
         self._holding = 0                         # > 0: _send writes into _held (BrokerConfig.late_by_frames)
         self._held = bytearray()
         self._late: list = []                     # [frames still to handle, bytes] written when the count is 0
+        self._unread: list = []                   # frames not handled yet (BrokerConfig.hold_connection_on_alarm)
 
     # -- I/O boundary ------------------------------------------------------------------------------------
 
@@ -59,14 +60,23 @@ class BrokerConnection(LinkHandling, FlowHandling):
         except DecodeError as exc:
             self._close_with("amqp:decode-error", str(exc))
             return self.take()
-        for item in items:
-            if self.closed:
-                break
+        self._unread.extend(items)
+        self._handle_unread()
+        return self.take()
+
+    def _handle_unread(self) -> None:
+        """Handle the frames read so far, in order; a transfer during an alarm with `hold_connection_on_alarm`
+        stops here (it and what follows wait for the alarm to clear)."""
+        while self._unread and not self.closed:
+            item = self._unread[0]
+            if self.cfg.hold_connection_on_alarm and self.state.alarm and isinstance(getattr(item, "body", None),
+                                                                                      Transfer):
+                return
+            del self._unread[0]
             if isinstance(item, ProtocolHeader):
                 self._on_header(item)
             else:
                 self._on_frame(item)
-        return self.take()
 
     def take(self) -> bytes:
         data = bytes(self.out)
@@ -167,7 +177,7 @@ class BrokerConnection(LinkHandling, FlowHandling):
     # -- sessions ------------------------------------------------------------------------------------------
 
     def _on_begin(self, channel, begin, payload) -> None:
-        window = 0 if self.state.alarm else self.cfg.incoming_window
+        window = 0 if self.state.alarm and not self.cfg.hold_connection_on_alarm else self.cfg.incoming_window
         self._send(Begin(remote_channel=channel, next_outgoing_id=self.cfg.next_outgoing_id,
                          incoming_window=window, outgoing_window=self.cfg.outgoing_window,
                          handle_max=HANDLE_MAX), channel)
@@ -213,6 +223,10 @@ class BrokerConnection(LinkHandling, FlowHandling):
     def set_alarm(self, on: bool) -> None:
         if on and self.faults.close_on_alarm:
             self._close_with("amqp:resource-limit-exceeded", "alarm")
+            return
+        if self.cfg.hold_connection_on_alarm:      # no flow control: the held frames are handled once it clears
+            if not on:
+                self._handle_unread()
             return
         for s in self.sessions.values():
             if s.ended:

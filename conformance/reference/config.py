@@ -108,6 +108,10 @@ class BrokerConfig:
     # flow(link-credit=0, drain=true) once it is full (Qpid Broker-J's producer flow control) instead of
     # granting no more than the room left.
     withdraw_on_full: bool = False
+    # Not a fault: during an alarm a publisher's transfer is not taken at all, and nothing after it on that
+    # connection is read, until the alarm clears (no window 0, no credit change): ActiveMQ Classic at its store
+    # limit, whose connection thread waits in Queue.checkUsage / waitForSpace ("Persistent store is Full").
+    hold_connection_on_alarm: bool = False
     # Configurations real brokers are run with (not faults: each refuses what it does not allow, with an error
     # a case reads as a refusal by configuration). A non-durable store refuses a durable message as Qpid
     # Broker-J 9.2.1 with a Memory virtual host does: detach(amqp:precondition-failed, NON_DURABLE), then
