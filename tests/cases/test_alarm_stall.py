@@ -13,8 +13,8 @@ from __future__ import annotations
 from conformance.cases import load_all
 from conformance.casekit.executor import run_case
 from conformance.options import RunOptions
-from conformance.selftest.broker import BrokerConfig, Faults
-from conformance.selftest.handle import ReferenceBrokerHandle
+from conformance.reference.broker import BrokerConfig, Faults
+from conformance.reference.handle import ReferenceBrokerHandle
 
 OPTIONS = RunOptions(frame_timeout=2.0, quiet_period=0.25, connect_timeout=2.0)
 CASE = load_all()["2.5.6/5"]
