@@ -142,3 +142,35 @@ def test_the_own_node_group_is_found_by_case_id_wherever_it_is():
     collection = [f"conformance/cases/m.py::x/{i}[b]" for i in range(12)]
     nodes, _ = _first_batches(3, collection, {"x/5", "x/9"})
     assert nodes[0].sent == [[5, 9]]
+
+
+def test_a_real_xdist_session_with_four_workers_runs_the_own_node_group_in_one_worker(tmp_path):
+    """The scheduler in a real pytest-xdist session (-n 4): every own-node item is run by the same worker
+    process, wherever the group sits in the collection; the others spread over the workers."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    own = {"t3", "t7", "t11", "t15"}
+    (tmp_path / "conftest.py").write_text(
+        "import os, time, pytest\n"
+        "from conformance.run.order import own_node_scheduler\n"
+        f"OWN = {sorted(own)!r}\n"
+        "def pytest_xdist_make_scheduler(config, log):\n"
+        "    return own_node_scheduler(config, log, set(OWN))\n"
+        "@pytest.fixture(autouse=True)\n"
+        "def _where(request):\n"
+        "    yield\n"
+        "    with open(os.path.join(os.path.dirname(__file__), 'ran.txt'), 'a') as out:\n"
+        "        out.write(f'{request.node.name} {os.getpid()}\\n')\n")
+    (tmp_path / "test_x.py").write_text("import time\n" + "".join(
+        f"def t{i}():\n    time.sleep(0.05)\n" for i in range(24)))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-n", "4", "-o", "python_functions=t*", "--rootdir", str(tmp_path), str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ran = dict(line.split() for line in (tmp_path / "ran.txt").read_text().splitlines())
+    assert len(ran) == 24
+    assert len({ran[name] for name in own}) == 1, ran
+    assert len(set(ran.values())) > 1, ran
