@@ -1,7 +1,8 @@
 """The order cases run in on pytest-xdist workers: a hint for the scheduler, never a change of what a case finds.
 
-The own-node cases (alarms, queue limits) first, so that xdist's first batch of consecutive items gives them to
-one worker, which runs them one after another on the broker's second node while the others run the rest; then
+The own-node cases (alarms, queue limits) first, and `own_node_scheduler` (pytest-xdist's load scheduling whose
+first batch gives them all to the first worker, for any -n) makes one worker run them one after another on the
+broker's second node while the others run the rest; then
 the others longest first, by their duration in a recent run (`expected_durations`), so that no long case is
 left for the end while the other workers idle. Every worker orders alike (the durations come from the controller).
 """
