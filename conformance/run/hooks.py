@@ -16,7 +16,7 @@ import pytest
 
 from . import interrupts
 from .items import CASES_NODEID, PIPELINE, CaseItem
-from .order import order_items
+from .order import order_items, own_node_scheduler
 from .runner import WORKER_INPUT, CaseRunner
 
 
@@ -82,6 +82,13 @@ class RunHooks:
     def pytest_xdist_node_collection_finished(self, node, ids) -> None:   # workers collected
         if self.controller is not None:
             self.controller.collected(sum(1 for nodeid in ids if _is_case(nodeid)))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config, log):     # pytest-xdist controller, `--dist load` only
+        """All own-node items in one worker's first batch, for any -n (conformance.run.order)."""
+        if config.getvalue("dist") != "load":
+            return None
+        return own_node_scheduler(config, log, {case.id for case in self.cases() if getattr(case, "own_node", False)})
 
     def pytest_collection_modifyitems(self, session, config, items) -> None:
         """On pytest-xdist workers: the run order of conformance.run.order (the own-node cases first, then

@@ -1,7 +1,8 @@
 """The order cases run in on pytest-xdist workers: a hint for the scheduler, never a change of what a case finds.
 
-The own-node cases (alarms, queue limits) first, so that xdist's first batch of consecutive items gives them to
-one worker, which runs them one after another on the broker's second node while the others run the rest; then
+The own-node cases (alarms, queue limits) first, and `own_node_scheduler` (pytest-xdist's load scheduling whose
+first batch gives them all to the first worker, for any -n) makes one worker run them one after another on the
+broker's second node while the others run the rest; then
 the others longest first, by their duration in a recent run (`expected_durations`), so that no long case is
 left for the end while the other workers idle. Every worker orders alike (the durations come from the controller).
 """
@@ -48,3 +49,43 @@ def expected_durations(reports_dir: Path, exclude: Path | None = None, look_back
 
 def pair_of(item) -> str:
     return f"{getattr(item, 'label', None)} {getattr(getattr(item, 'case', None), 'id', None)}"
+
+
+def own_node_scheduler(config, log, own_node_ids: set[str]):
+    """pytest-xdist's load scheduling (`-n N`, `--dist load`), except that its first batch gives every
+    own-node item to the first worker and the others their usual chunk from the rest. xdist's own first
+    batch is a chunk of max(2, items_per_node // 4) consecutive items per worker: with more than two workers
+    that chunk is smaller than the own-node group, which then spreads over workers that wait on their
+    node's exclusive lock. Node ids stay as they are (no `--dist loadgroup` "@group" suffix in junit names).
+    `own_node_ids`: the case ids whose items go together (the case id is what precedes "[<target>]")."""
+    from xdist.scheduler import LoadScheduling
+
+    class OwnNodeFirst(LoadScheduling):
+        def schedule(self) -> None:
+            if self.collection is not None or not self._check_nodes_have_same_collection():
+                return super().schedule()
+            collection = next(iter(self.node2collection.values()))
+            own = [i for i, nodeid in enumerate(collection) if case_id_of(nodeid) in own_node_ids]
+            if not own or len(self.nodes) < 2 or len(collection) < 2 * len(self.nodes):
+                return super().schedule()
+            self.collection = collection
+            self.pending[:] = [i for i in range(len(collection)) if i not in set(own)]
+            if self.maxschedchunk is None:
+                self.maxschedchunk = len(collection)
+            first, *others = self.nodes
+            self.node2pending[first].extend(own)
+            first.send_runtest_some(own)
+            chunk = max(min((len(collection) // len(self.nodes)) // 4, self.maxschedchunk), 2)
+            for node in others:
+                self._send_tests(node, chunk)
+            if not self.pending:
+                for node in self.nodes:
+                    node.shutdown()
+
+    return OwnNodeFirst(config, log)
+
+
+def case_id_of(nodeid: str) -> str:
+    """The case id in a case item's node id (`conformance/cases/<module>.py::<case id>[<target>]`)."""
+    name = nodeid.rpartition("::")[2]
+    return name.partition("[")[0]

@@ -80,3 +80,97 @@ def test_expected_durations_come_from_the_newest_runs_that_have_them(tmp_path):
             json.dumps({"broker": b, "case_id": c, "verdict": "pass", "duration_s": d}) + "\n" for b, c, d in rows))
     assert expected_durations(tmp_path, exclude=runs / "20260103T000000Z-3") == {"b 1/1": 2.0, "b 1/2": 1.0}
     assert expected_durations(tmp_path / "nothing") == {}
+
+
+class _Node:
+    def __init__(self, name):
+        from types import SimpleNamespace
+        self.name, self.sent, self.shutting_down = name, [], False
+        self.gateway = SimpleNamespace(id=name)
+
+    def send_runtest_some(self, indices):
+        self.sent.append(list(indices))
+
+    def shutdown(self):
+        self.shutting_down = True
+
+
+def _first_batches(workers, collection, own_ids, maxschedchunk=None):
+    from types import SimpleNamespace
+    from conformance.run.order import own_node_scheduler
+    config = SimpleNamespace(getvalue=lambda name: {"tx": [], "px": []}.get(name, []),
+                             getoption=lambda name: maxschedchunk if name == "maxschedchunk" else None,
+                             option=SimpleNamespace(numprocesses=workers, dist="load", tx=[]))
+    from xdist.scheduler import LoadScheduling
+    import xdist.scheduler.load as load
+    original = load.parse_tx_spec_config
+    load.parse_tx_spec_config = lambda config: ["popen"] * workers
+    try:
+        sched = own_node_scheduler(config, None, own_ids)
+    finally:
+        load.parse_tx_spec_config = original
+    assert isinstance(sched, LoadScheduling)
+    nodes = [_Node(f"gw{i}") for i in range(workers)]
+    for node in nodes:
+        sched.add_node(node)
+        sched.add_node_collection(node, collection)
+    sched.schedule()
+    return nodes, sched
+
+
+def test_with_four_workers_all_own_node_cases_go_to_one_worker_first():
+    """xdist's own first batch (chunks of max(2, items_per_node // 4)) splits four own-node items over two
+    of four workers; ours gives them all to the first and the usual chunk of the rest to the others."""
+    own = ["2.5.6/4", "2.5.6/5", "2.5.6/6", "2.6.7/14"]
+    collection = [f"conformance/cases/m.py::{c}[activemq-6.3.1]" for c in own] + \
+        [f"conformance/cases/m.py::2.6.7/{i}[activemq-6.3.1]" for i in range(1, 13)] + \
+        [f"conformance/cases/m.py::2.7.{i}/1[activemq-6.3.1]" for i in range(1, 20)]
+    nodes, sched = _first_batches(4, collection, set(own))
+    assert nodes[0].sent == [[0, 1, 2, 3]]
+    chunk = max(len(collection) // 4 // 4, 2)
+    assert [n.sent for n in nodes[1:]] == [[list(range(4 + k * chunk, 4 + (k + 1) * chunk))] for k in range(3)]
+    assert sorted(sched.pending + [i for n in nodes for b in n.sent for i in b]) == list(range(len(collection)))
+    # the check can fail: xdist's plain load scheduling splits them
+    from xdist.scheduler import LoadScheduling
+    plain_nodes, _ = _first_batches(4, collection, set())
+    assert not set(range(4)) <= set(plain_nodes[0].sent[0])
+
+
+def test_the_own_node_group_is_found_by_case_id_wherever_it_is():
+    from conformance.run.order import case_id_of
+    assert case_id_of("conformance/cases/alarms.py::2.5.6/4[activemq-5.15.15]") == "2.5.6/4"
+    collection = [f"conformance/cases/m.py::x/{i}[b]" for i in range(12)]
+    nodes, _ = _first_batches(3, collection, {"x/5", "x/9"})
+    assert nodes[0].sent == [[5, 9]]
+
+
+def test_a_real_xdist_session_with_four_workers_runs_the_own_node_group_in_one_worker(tmp_path):
+    """The scheduler in a real pytest-xdist session (-n 4): every own-node item is run by the same worker
+    process, wherever the group sits in the collection; the others spread over the workers."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    own = {"t3", "t7", "t11", "t15"}
+    (tmp_path / "conftest.py").write_text(
+        "import os, time, pytest\n"
+        "from conformance.run.order import own_node_scheduler\n"
+        f"OWN = {sorted(own)!r}\n"
+        "def pytest_xdist_make_scheduler(config, log):\n"
+        "    return own_node_scheduler(config, log, set(OWN))\n"
+        "@pytest.fixture(autouse=True)\n"
+        "def _where(request):\n"
+        "    yield\n"
+        "    with open(os.path.join(os.path.dirname(__file__), 'ran.txt'), 'a') as out:\n"
+        "        out.write(f'{request.node.name} {os.getpid()}\\n')\n")
+    (tmp_path / "test_x.py").write_text("import time\n" + "".join(
+        f"def t{i}():\n    time.sleep(0.05)\n" for i in range(24)))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-n", "4", "-o", "python_functions=t*", "--rootdir", str(tmp_path), str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    ran = dict(line.split() for line in (tmp_path / "ran.txt").read_text().splitlines())
+    assert len(ran) == 24
+    assert len({ran[name] for name in own}) == 1, ran
+    assert len(set(ran.values())) > 1, ran
