@@ -1,7 +1,7 @@
 """The full suite's wall time per managed broker, as a user runs it, printing one JSON object.
 
 For each broker (default qpid-proton-c, rabbitmq-4.0, rabbitmq-3.10; qpid-proton-c is the reference) the
-script runs `amqp-conformance run --broker B -n N` `--repeat` times (default 3), one run after another, in a
+script runs `amqp-conformance run --broker B [-n N]` `--repeat` times (default 3), one run after another, in a
 subprocess, after making sure the broker is provisioned (provisioning is not timed). Per broker:
 
 - `wall_s`: min / median / max of the runs' wall time (the subprocess, start to exit);
@@ -18,7 +18,10 @@ subprocess, after making sure the broker is provisioned (provisioning is not tim
 
 Not a timed test: it prints figures. On a shared machine they are indicative only.
 
-Usage: .venv/bin/python benchmarks/suite.py [--broker B ...] [--repeat 3] [-n 2] [--reports-dir DIR]
+Without -n the runs take `run`'s own default, as a user's run does (2 workers, or the profile's `[broker] workers`:
+4 for ActiveMQ); `workers` in the output says which.
+
+Usage: .venv/bin/python benchmarks/suite.py [--broker B ...] [--repeat 3] [-n N] [--reports-dir DIR]
        [CASE ...]      (cases: ids, sections or requirement ids, as `amqp-conformance run` takes them)
 """
 
@@ -46,11 +49,12 @@ def _median(values):
     return round(statistics.median(values), 3) if values else None
 
 
-def one_run(broker: str, workers: str, reports: Path, cases: list[str]) -> dict:
-    """One `amqp-conformance run`: its wall time, records and run.json."""
+def one_run(broker: str, workers: str | None, reports: Path, cases: list[str]) -> dict:
+    """One `amqp-conformance run` (without -n when `workers` is None): its wall time, records and run.json."""
     before = set(reports.glob("runs/*"))
     t0 = time.time()
-    proc = subprocess.run([str(CLI), "run", "--broker", broker, "-n", workers, "--reports-dir", str(reports),
+    workers_args = ["-n", workers] if workers is not None else []
+    proc = subprocess.run([str(CLI), "run", "--broker", broker, *workers_args, "--reports-dir", str(reports),
                            *cases], capture_output=True, text=True)
     t1 = time.time()
     made = sorted(set(reports.glob("runs/*")) - before)
@@ -65,6 +69,7 @@ def one_run(broker: str, workers: str, reports: Path, cases: list[str]) -> dict:
     identity = meta.get("brokers", {}).get(broker, {})
     start_s = [identity.get("start_s"), (identity.get("own_node") or {}).get("start_s")]
     return {"wall_s": round(t1 - t0, 3), "exit": proc.returncode, "run_dir": str(run_dir), "records": records,
+            "workers": (meta.get("options") or {}).get("workers"),
             "start_s": max((s for s in start_s if s is not None), default=None),
             "own_node": "own_node" in identity,
             "before_first_case_s": round(min(starts) - t0, 3) if starts else None,
@@ -86,6 +91,7 @@ def summarize(broker: str, runs: list[dict], alarm_cases: set[str]) -> dict:
     over = sorted(case for case, m in medians.items() if m > TARGET_CASE_S and case not in alarm_cases)
     return {
         "runs": len(runs),
+        "workers": sorted({r["workers"] for r in runs if r["workers"] is not None}),
         "wall_s": {"min": min(walls), "median": _median(walls), "max": max(walls), "each": walls},
         "start_s": _median([r["start_s"] for r in runs if r["start_s"] is not None]),
         "own_node": all(r["own_node"] for r in runs),
@@ -107,7 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker", action="append", default=[], help="managed broker (repeatable); default: "
                         + ", ".join(DEFAULT_BROKERS))
     parser.add_argument("--repeat", type=int, default=3, help="runs per broker (default 3)")
-    parser.add_argument("-n", "--workers", default="2", help="pytest-xdist workers, as `run -n` (default 2)")
+    parser.add_argument("-n", "--workers", default=None, help="pytest-xdist workers, as `run -n` (default: none "
+                        "given, so `run`'s own default: 2, or the profile's [broker] workers)")
     parser.add_argument("--reports-dir", default=None, help="where the runs go (default: a fresh temporary dir)")
     parser.add_argument("cases", nargs="*", help="only these cases (default: all)")
     args = parser.parse_args(argv)
@@ -123,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         brokers.MANAGED[name]().ensure_provisioned()
     reports = Path(args.reports_dir or tempfile.mkdtemp(prefix="suite-bench-"))
     alarm_cases = {c.id for c in load_all().values() if c.exclusive}
-    out = {"workers": args.workers, "repeat": args.repeat, "cases": args.cases or "all", "cpus": os.cpu_count(),
+    out = {"workers": args.workers or "run's default", "repeat": args.repeat, "cases": args.cases or "all", "cpus": os.cpu_count(),
            "python": sys.version.split()[0], "reports_dir": str(reports), "brokers": {}}
     for name in names:
         runs = [one_run(name, args.workers, reports / name, args.cases) for _ in range(args.repeat)]

@@ -96,6 +96,7 @@ class Profile:
     hooks: dict[str, Action] = field(default_factory=dict)
     commands: dict[str, list[str]] = field(default_factory=dict)   # tool name -> argv prefix
     path: Path | None = None
+    workers: int | None = None       # `run`'s worker processes for this broker when -n is not given (None: 2)
 
     @property
     def sasl_mechanism(self) -> str | None:
@@ -157,6 +158,12 @@ def parse_profile(data: dict, *, name: str, path: Path | None = None) -> Profile
     if unknown:
         raise bad(f"unknown table [{unknown[0]}]; tables are {', '.join(sorted(known_tables))}")
     broker = data.get("broker", {})
+    unknown = sorted(set(broker) - {"product", "workers"})
+    if unknown:
+        raise bad(f"unknown broker.{unknown[0]}; keys are product, workers")
+    workers = broker.get("workers")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 64):
+        raise bad(f"broker.workers {workers!r}: give a number of worker processes from 1 to 64")
     addressing = data.get("addressing", {})
     for key in ("source", "target", "existing"):
         value = addressing.get(key)
@@ -206,7 +213,7 @@ def parse_profile(data: dict, *, name: str, path: Path | None = None) -> Profile
         name=name, product=broker.get("product", "unknown"),
         source=addressing.get("source", "{queue}"), target=addressing.get("target", "{queue}"),
         existing=addressing.get("existing"), sasl=sasl, tls=tls, queues=queues, hooks=hooks, commands=commands,
-        path=path)
+        path=path, workers=workers)
 
 
 def _action(value: Any, key: str, keywords: set[str], bad) -> Action:

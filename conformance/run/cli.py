@@ -14,6 +14,7 @@ NAME` judges a client library's pinned release, `--client-from PATH` a team's ow
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 
 from .. import options as run_options
@@ -56,6 +57,7 @@ def register(sub) -> None:
 def cmd_run(args) -> int:
     from .console import Console
     from .engine import Plan
+    from .targets import default_workers
     options = run_options.from_args(args)                                # exit 2 for a bad value
     if getattr(args, "client", None) or getattr(args, "client_from", None) or getattr(args, "client_driver", None):
         return _run_clients(args, options)
@@ -63,6 +65,8 @@ def cmd_run(args) -> int:
     gate = run_gate.from_args(args)                                     # exit 16 bad expectations
     console = Console(sys.stderr, json_stream=sys.stdout) if args.json else Console(sys.stdout)
     with _brokers(args) as specs:                                       # exit 2 unknown broker or bad URL
+        if args.workers is None:                                        # -n not given: the profiles' hint
+            options = dataclasses.replace(options, workers=default_workers(specs))
         plan = Plan(cases, specs, options, selection={"cases": list(args.selectors), "keyword": args.keyword},
                     junit=True, allure=True, pytest_args=list(args.pytest_args), gate=gate)
         return _execute(plan, console, args)

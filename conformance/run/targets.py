@@ -61,6 +61,15 @@ def resolve(values: Iterable[str], profile: str | None = None) -> list:
     return specs
 
 
+def default_workers(specs) -> int:
+    """`run`'s worker processes when -n is not given: the least that the brokers' profiles ask for (`[broker]
+    workers`, e.g. ActiveMQ's 4: a light broker whose cases mostly wait), else RunOptions' default (2)."""
+    from .. import brokers
+    from ..options import DEFAULTS
+    return min((brokers.load_profile(s.profile).workers or DEFAULTS.workers for s in specs),
+               default=DEFAULTS.workers)
+
+
 def _split(record: dict) -> tuple[dict, dict]:
     """A broker's description as (what may cross to a worker, its credentials: `brokers.SECRET_FIELDS`), its
     own node's likewise."""

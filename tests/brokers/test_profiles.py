@@ -28,6 +28,7 @@ def test_shipped_profiles_load_and_cover_the_managed_brokers():
     proton = load_profile("qpid-proton-c")
     assert proton.sasl_mechanism == "ANONYMOUS" and not proton.has_hook("memory_alarm")
     assert proton.queues["purge"] == "drain"
+    assert load_profile("activemq").workers == 4 and proton.workers is None and r4.workers is None
 
 
 @pytest.mark.parametrize("data, message", [
@@ -42,6 +43,10 @@ def test_shipped_profiles_load_and_cover_the_managed_brokers():
     ({"hooks": {"make_coffee": ["x"]}}, "unknown hook 'make_coffee'"),
     ({"hooks": {"queue_length_limit": {"amqp_management": {"method": "PUT"}}}}, "needs method and path"),
     ({"commands": {"ctl": "rabbitmqctl"}}, "commands.ctl must be a non-empty list"),
+    ({"broker": {"threads": 4}}, "unknown broker.threads"),
+    ({"broker": {"workers": 0}}, "broker.workers 0: give a number of worker processes from 1 to 64"),
+    ({"broker": {"workers": "4"}}, "broker.workers '4'"),
+    ({"broker": {"workers": True}}, "broker.workers True"),
 ])
 def test_invalid_profiles_are_one_line_usage_errors(data, message):
     with pytest.raises(UsageError) as info:

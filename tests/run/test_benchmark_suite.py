@@ -19,6 +19,7 @@ def test_suite_benchmark_prints_its_json_shape(tmp_path):
     out = json.loads(proc.stdout)
     b = out["brokers"]["qpid-proton-c"]
     assert b["runs"] == 2 and len(b["wall_s"]["each"]) == 2
+    assert b["workers"] == [2] and out["workers"] == "run's default"          # no -n: run's own default
     assert b["wall_s"]["min"] <= b["wall_s"]["median"] <= b["wall_s"]["max"]
     assert b["start_s"] > 0 and b["own_node"] is False               # proton has no alarm hooks
     assert set(b["fixed_s"]) == {"before_first_case", "after_last_case"}

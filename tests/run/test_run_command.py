@@ -171,3 +171,26 @@ def test_a_run_whose_cases_never_report_is_broken_not_green(tmp_path, reference_
     assert "0 of 3 scheduled cases finished" in err and "Traceback" not in out + err
     [run] = run_dirs(tmp_path)
     assert (run / "pytest.log").exists() and not json.loads((run / "run.json").read_text()).get("finished_at")
+
+
+def test_without_n_a_run_takes_the_profiles_workers(tmp_path, own_reference_broker, capsys):
+    """`run` without -n uses `[broker] workers` of the brokers' profiles (the least; 2 when none says), and -n
+    overrides it: run.json records the workers the run had."""
+    from conformance.brokers import BrokerSpec, parse_url
+    from conformance.run.targets import default_workers
+    url = own_reference_broker.url
+    mine = tmp_path / "three.toml"
+    mine.write_text('[broker]\nproduct = "Mine"\nworkers = 3\n[sasl]\nmechanism = "ANONYMOUS"\n')
+    address = parse_url(url)
+    assert default_workers([BrokerSpec("a", address, str(mine))]) == 3
+    assert default_workers([BrokerSpec("a", address, str(mine)), BrokerSpec("b", address, "activemq")]) == 3
+    assert default_workers([BrokerSpec("a", address, str(mine)), BrokerSpec("b", address, "generic")]) == 2
+    assert default_workers([BrokerSpec("activemq-6.3.1", None, "activemq")]) == 4
+    for given, workers in ((None, 3), ("0", 0)):
+        reports = tmp_path / f"n-{given}"
+        argv = ["run", "2.6.8/1", "--broker", url, "--profile", str(mine), "--reports-dir", str(reports)]
+        code = main(argv + (["-n", given] if given else []))
+        out, err = capsys.readouterr()
+        assert code == EXIT_OK, out + err
+        [run] = run_dirs(reports)
+        assert json.loads((run / "run.json").read_text())["options"]["workers"] == workers
