@@ -130,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         brokers.MANAGED[name]().ensure_provisioned()
     reports = Path(args.reports_dir or tempfile.mkdtemp(prefix="suite-bench-"))
     alarm_cases = {c.id for c in load_all().values() if c.exclusive}
-    out = {"workers": args.workers or "run's default", "repeat": args.repeat, "cases": args.cases or "all", "cpus": os.cpu_count(),
+    out = {"workers": args.workers or "run's default", "repeat": args.repeat, "cases": args.cases or "all",
+           "cpus": os.cpu_count(),
            "python": sys.version.split()[0], "reports_dir": str(reports), "brokers": {}}
     for name in names:
         runs = [one_run(name, args.workers, reports / name, args.cases) for _ in range(args.repeat)]

@@ -41,8 +41,8 @@ class RunOptions:
     connect_timeout: float = field(default=5.0, metadata={
         "flag": "--connect-timeout", "help": "bound on opening a TCP/TLS connection (seconds, default 5)"})
     workers: int = field(default=2, metadata={
-        "flag": "-n", "help": "parallel worker processes (0 or 1: none; 'auto': one per core; default 2, or for `run` the "
-                     "brokers' profiles' [broker] workers)"})
+        "flag": "-n", "help": "parallel worker processes (0 or 1: none; 'auto': one per core; default 2, or "
+                              "for `run` the brokers' profiles' [broker] workers)"})
     reports_dir: Path = field(default_factory=default_reports_dir, metadata={
         "flag": "--reports-dir", "help": "where run directories go (default reports/, or $AMQP_CONFORMANCE_REPORTS)"})
 

@@ -69,7 +69,8 @@ def own_node_scheduler(config, log, own_node_ids: set[str]):
             if not own or len(self.nodes) < 2 or len(collection) < 2 * len(self.nodes):
                 return super().schedule()
             self.collection = collection
-            self.pending[:] = [i for i in range(len(collection)) if i not in set(own)]
+            grouped = set(own)
+            self.pending[:] = [i for i in range(len(collection)) if i not in grouped]
             if self.maxschedchunk is None:
                 self.maxschedchunk = len(collection)
             first, *others = self.nodes
@@ -82,7 +83,15 @@ def own_node_scheduler(config, log, own_node_ids: set[str]):
                 for node in self.nodes:
                     node.shutdown()
 
-    return OwnNodeFirst(config, log)
+    scheduler = OwnNodeFirst(config, log)
+    if not all(hasattr(scheduler, name) for name in XDIST_INTERNALS):
+        return None             # an xdist whose load scheduling differs: its own scheduler (a hint only)
+    return scheduler
+
+
+# what OwnNodeFirst uses of xdist's LoadScheduling beyond its documented hooks (checked, never assumed)
+XDIST_INTERNALS = ("collection", "pending", "node2pending", "node2collection", "maxschedchunk",
+                   "_check_nodes_have_same_collection", "_send_tests")
 
 
 def case_id_of(nodeid: str) -> str:

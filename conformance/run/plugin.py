@@ -86,6 +86,10 @@ def plan_of(config):
     from conformance.run.targets import resolve
     given = {name: config.getoption(FIELDS[name].metadata["flag"]) for name in
              ("frame_timeout", "quiet_period", "connect_timeout")}
+    # what run.json records: pytest's own -n (pytest-xdist's, a number by now; 0 without workers)
+    numprocesses = config.getoption("numprocesses", default=None)
+    distributed = isinstance(numprocesses, int) and config.getoption("dist", default="no") != "no"
+    given["workers"] = numprocesses if distributed else 0
     options = RunOptions(**{k: v for k, v in given.items() if v is not None})
     cases = select_cases(config.getoption("--case") or None)
     checked = gate.from_args(Namespace(expect=config.getoption("--expect"), flaky_from=config.getoption("--flaky-from"),

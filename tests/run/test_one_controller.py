@@ -58,6 +58,14 @@ def test_the_plugin_writes_the_run_json_that_run_writes(tmp_path):
     assert meta["finished_at"] is None and "stopped early" in meta["stopped"]["reason"]
     [identity] = meta["brokers"].values()
     assert identity["product"] == "amqp-conformance-reference-broker"
+    assert meta["options"]["workers"] == 0                            # no -n: pytest ran the cases itself
+
+
+def test_the_plugin_records_pytests_own_workers(tmp_path):
+    with ReferenceBroker() as broker:
+        proc = _pytest(tmp_path, broker.url, "--case", "2.6.8/1", "-n", "3")    # not the default 2
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["options"]["workers"] == 3
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -95,20 +95,24 @@ class _Node:
         self.shutting_down = True
 
 
-def _first_batches(workers, collection, own_ids, maxschedchunk=None):
+def _scheduler(workers, own_ids, maxschedchunk=None):
     from types import SimpleNamespace
     from conformance.run.order import own_node_scheduler
     config = SimpleNamespace(getvalue=lambda name: {"tx": [], "px": []}.get(name, []),
                              getoption=lambda name: maxschedchunk if name == "maxschedchunk" else None,
                              option=SimpleNamespace(numprocesses=workers, dist="load", tx=[]))
-    from xdist.scheduler import LoadScheduling
     import xdist.scheduler.load as load
     original = load.parse_tx_spec_config
     load.parse_tx_spec_config = lambda config: ["popen"] * workers
     try:
-        sched = own_node_scheduler(config, None, own_ids)
+        return own_node_scheduler(config, None, own_ids)
     finally:
         load.parse_tx_spec_config = original
+
+
+def _first_batches(workers, collection, own_ids, maxschedchunk=None):
+    from xdist.scheduler import LoadScheduling
+    sched = _scheduler(workers, own_ids, maxschedchunk)
     assert isinstance(sched, LoadScheduling)
     nodes = [_Node(f"gw{i}") for i in range(workers)]
     for node in nodes:
@@ -134,6 +138,17 @@ def test_with_four_workers_all_own_node_cases_go_to_one_worker_first():
     from xdist.scheduler import LoadScheduling
     plain_nodes, _ = _first_batches(4, collection, set())
     assert not set(range(4)) <= set(plain_nodes[0].sent[0])
+
+
+def test_an_xdist_whose_load_scheduling_differs_keeps_its_own_scheduler(monkeypatch):
+    """The scheduler uses internals of xdist's LoadScheduling (conformance.run.order.XDIST_INTERNALS): an xdist
+    without one of them gets None (its own scheduler; the order is a hint), not an AttributeError mid-run."""
+    from xdist.scheduler import LoadScheduling
+    from conformance.run.order import XDIST_INTERNALS
+    assert isinstance(_scheduler(4, {"x/1"}), LoadScheduling)
+    assert "_send_tests" in XDIST_INTERNALS
+    monkeypatch.delattr(LoadScheduling, "_send_tests")
+    assert _scheduler(4, {"x/1"}) is None
 
 
 def test_the_own_node_group_is_found_by_case_id_wherever_it_is():
